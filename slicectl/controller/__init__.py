@@ -1,0 +1,1 @@
+"""The imperative shell: work queue with batching and backoff, workers, slice tracker, plan -> patches, status. Wires kube/, cache/ and reconcile/."""

@@ -1,0 +1,1 @@
+"""Observability: Prometheus metrics, health and readiness endpoints, structured logging, Kubernetes Events."""
