@@ -1,0 +1,114 @@
+"""WorkQueue rules: dedup, earliest-ready batching, no concurrent processing, backoff, no drops."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from slicectl.controller.queue import Backoff, ShutDown, TokenBucket, WorkQueue
+
+
+async def test_pending_duplicates_collapse() -> None:
+    q = WorkQueue()
+    for _ in range(5):
+        q.add("ns/a")
+    q.add("ns/b")
+    assert len(q) == 2
+    first, _, _ = await q.get()
+    second, _, _ = await q.get()
+    assert {first, second} == {"ns/a", "ns/b"}
+    assert len(q) == 0
+
+
+async def test_earliest_ready_time_wins_no_sliding_window() -> None:
+    q = WorkQueue()
+    q.add("k", delay=0.05)
+    q.add("k", delay=10.0)  # a later add must not push the sync out
+    key, _, _ = await asyncio.wait_for(q.get(), timeout=5)
+    assert key == "k"
+
+
+async def test_earlier_add_moves_a_delayed_key_forward() -> None:
+    q = WorkQueue()
+    q.add("k", delay=30.0)
+    q.add("k", delay=0.0)
+    key, _, _ = await asyncio.wait_for(q.get(), timeout=5)
+    assert key == "k"
+    assert not q.pending("k")
+
+
+async def test_key_is_not_handed_out_twice_and_reruns_when_dirtied() -> None:
+    q = WorkQueue()
+    q.add("k")
+    key, _, _ = await q.get()
+    q.add("k")  # changed while processing
+    assert q.processing("k")
+    getter = asyncio.create_task(q.get())
+    await asyncio.sleep(0.02)
+    assert not getter.done(), "a key being processed must not be handed to a second worker"
+    q.done("k")
+    again, _, _ = await asyncio.wait_for(getter, timeout=5)
+    assert again == "k"
+
+
+async def test_done_without_new_add_leaves_queue_idle() -> None:
+    q = WorkQueue()
+    q.add("k")
+    await q.get()
+    q.done("k")
+    assert q.idle()
+
+
+async def test_trigger_time_is_oldest_change_and_survives_failure() -> None:
+    q = WorkQueue()
+    q.add("k", changed_at=100.0)
+    q.add("k", changed_at=50.0)
+    q.add("k", changed_at=75.0)
+    key, _, trigger = await q.get()
+    assert trigger == 50.0
+    q.add_rate_limited(key)  # the sync failed
+    q.done(key)
+    _, _, retry_trigger = await asyncio.wait_for(q.get(), timeout=5)
+    assert retry_trigger == 50.0
+
+
+def test_backoff_is_exponential_from_5ms_and_capped_at_5min() -> None:
+    b = Backoff()
+    assert b.delay(0) == pytest.approx(0.005)
+    assert b.delay(1) == pytest.approx(0.010)
+    assert b.delay(10) == pytest.approx(0.005 * 1024)
+    assert b.delay(100) == 300.0
+
+
+async def test_failures_grow_backoff_and_are_never_dropped() -> None:
+    q = WorkQueue(backoff=Backoff(base=0.001, cap=0.004))
+    q.add("k")
+    for attempt in range(20):  # far past upstream's 15 retries
+        key, _, _ = await asyncio.wait_for(q.get(), timeout=5)
+        assert key == "k"
+        q.add_rate_limited(key)
+        q.done(key)
+        assert q.failures("k") == attempt + 1
+    key, _, _ = await asyncio.wait_for(q.get(), timeout=5)
+    q.forget(key)
+    assert q.failures("k") == 0
+
+
+def test_token_bucket_spaces_retries_after_burst() -> None:
+    now = [0.0]
+    bucket = TokenBucket(rate=10.0, burst=2, clock=lambda: now[0])
+    assert bucket.reserve() == 0.0
+    assert bucket.reserve() == 0.0
+    assert bucket.reserve() == pytest.approx(0.1)
+    now[0] += 1.0
+    assert bucket.reserve() == 0.0
+
+
+async def test_shutdown_wakes_waiting_workers() -> None:
+    q = WorkQueue()
+    getter = asyncio.create_task(q.get())
+    await asyncio.sleep(0)
+    q.shutdown()
+    with pytest.raises(ShutDown):
+        await asyncio.wait_for(getter, timeout=5)
