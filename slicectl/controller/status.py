@@ -1,0 +1,129 @@
+"""EndpointSelector status: what it should say, and whether saying it is worth a write.
+
+Status writes are API writes too (they fan out to every watcher of EndpointSelectors), so the
+decision is explicit and pure:
+
+* a change of the Ready condition (status, reason, message) or of ``observedGeneration`` is
+  written at once — it tells a consumer something new about its object;
+* a change of the counts alone is written at most once per ``--status-update-period`` per
+  selector; when it is held back, :func:`decide` says how long until it may go, so the caller
+  schedules one more sync and the final counts always land.
+
+Status is written after the slice writes of a sync, so it never delays them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from slicectl.model.records import SelectorRecord
+
+REASON_RECONCILED = "Reconciled"
+REASON_INVALID_SPEC = "InvalidSpec"
+REASON_SYNC_FAILED = "SyncFailed"
+
+
+@dataclass(frozen=True, slots=True)
+class Counts:
+    endpoints: int
+    ready_endpoints: int
+    endpoint_slices: int
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What the sync found: counts when slices were reconciled, or why it failed."""
+
+    counts: Counts | None
+    reason: str = REASON_RECONCILED
+    message: str = ""
+
+    @property
+    def ready(self) -> bool:
+        return self.reason == REASON_RECONCILED
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    patch: dict[str, Any] | None  # merge patch for the status subresource, or None
+    retry_after: float | None  # counts held back: sync again after this many seconds
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _ready_condition(sel: SelectorRecord) -> Mapping[str, Any] | None:
+    conditions = sel.status.get("conditions")
+    if isinstance(conditions, list):
+        for c in conditions:
+            if isinstance(c, Mapping) and c.get("type") == "Ready":
+                return c
+    return None
+
+
+def desired_status(sel: SelectorRecord, outcome: Outcome, now: str | None = None) -> dict[str, Any]:
+    """The full status the selector should carry after this sync."""
+    status = "True" if outcome.ready else "False"
+    old = _ready_condition(sel)
+    transition = (
+        str(old["lastTransitionTime"])
+        if old and old.get("status") == status and old.get("lastTransitionTime")
+        else (now or _now())
+    )
+    condition = {
+        "type": "Ready",
+        "status": status,
+        "observedGeneration": sel.generation,
+        "lastTransitionTime": transition,
+        "reason": outcome.reason,
+        "message": outcome.message
+        or ("EndpointSlices reflect the selected pods" if outcome.ready else outcome.reason),
+    }
+    result: dict[str, Any] = {"observedGeneration": sel.generation, "conditions": [condition]}
+    if outcome.counts is not None:
+        result["endpoints"] = outcome.counts.endpoints
+        result["readyEndpoints"] = outcome.counts.ready_endpoints
+        result["endpointSlices"] = outcome.counts.endpoint_slices
+    else:
+        for field in ("endpoints", "readyEndpoints", "endpointSlices"):
+            if field in sel.status:
+                result[field] = sel.status[field]
+    if not sel.selector.empty:
+        result["selector"] = sel.selector.to_string()
+    return result
+
+
+def _significant(status: Mapping[str, Any]) -> tuple[Any, ...]:
+    cond = None
+    for c in status.get("conditions") or ():
+        if isinstance(c, Mapping) and c.get("type") == "Ready":
+            cond = (c.get("status"), c.get("reason"), c.get("message"), c.get("observedGeneration"))
+    return (status.get("observedGeneration"), cond, status.get("selector"))
+
+
+def _counts(status: Mapping[str, Any]) -> tuple[Any, ...]:
+    return (status.get("endpoints"), status.get("readyEndpoints"), status.get("endpointSlices"))
+
+
+def decide(
+    sel: SelectorRecord,
+    outcome: Outcome,
+    *,
+    last_write: float | None,
+    now: float,
+    period: float,
+) -> Decision:
+    """Whether to write status now (``last_write``/``now`` are monotonic seconds)."""
+    want = desired_status(sel, outcome)
+    have = sel.status
+    if _significant(want) != _significant(have):
+        return Decision(patch={"status": want}, retry_after=None)
+    if _counts(want) == _counts(have):
+        return Decision(patch=None, retry_after=None)
+    if last_write is None or now - last_write >= period:
+        return Decision(patch={"status": want}, retry_after=None)
+    return Decision(patch=None, retry_after=period - (now - last_write))
