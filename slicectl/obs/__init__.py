@@ -1,1 +1,2 @@
-"""Observability: Prometheus metrics, health and readiness endpoints, structured logging, Kubernetes Events."""
+"""Observability: Prometheus metrics, health and readiness endpoints, structured logging, and
+Kubernetes Events."""

@@ -1,0 +1,319 @@
+"""Leader election on a coordination.k8s.io/v1 Lease, with client-go's leaderelection semantics.
+
+Decisions, matching ``k8s.io/client-go/tools/leaderelection``:
+
+* Expiry is judged by OUR monotonic clock: a candidate records when it last saw the Lease spec
+  change and treats the holder as alive until ``leaseDurationSeconds`` (the holder's own value)
+  after that. Remote timestamps are written for humans and never trusted (clock skew).
+* A candidate takes the Lease when it is absent, has no holder, is expired, or is already held by
+  our identity (a restart). Taking it from someone else increments ``leaseTransitions``.
+* Every write is a PUT carrying ``resourceVersion``, so two candidates can never both win: the
+  API server answers the loser with 409. The leader first renews "optimistically" from its cached
+  Lease (one request) and falls back to GET + PUT when that fails.
+* The leader renews every ``retry_period``; if no renewal succeeded for ``renew_deadline`` it
+  steps down. ``renew_deadline < lease_duration`` is enforced, so it stops leading before any
+  standby may consider the Lease expired. :meth:`LeaderElector.check_leading` is the cheap gate
+  for writes: True only while the last successful renewal (timed from when its request was SENT,
+  the conservative end) is younger than ``renew_deadline``.
+* :meth:`LeaderElector.release` is client-go's ReleaseOnCancel: holder cleared,
+  ``leaseDurationSeconds=1``, so a standby takes over on its next retry. Cancelling
+  :meth:`LeaderElector.run` does NOT release (that is what a SIGKILL looks like to the others).
+
+Usage::
+
+    elector = LeaderElector(client, "kube-system", "slicectl", identity)
+    task = asyncio.create_task(elector.run(on_started_leading=start, on_stopped_leading=stop))
+    ...
+    await elector.release()   # on SIGTERM, after the workers stopped writing; run() returns
+
+The callbacks are plain synchronous callables run on the event loop (start tasks from them;
+never block): renewals must not wait behind them. ``run`` keeps campaigning after losing the
+lease, so a replica that stepped down becomes a standby again. ``leading`` is an
+``asyncio.Event`` mirroring ``is_leader``; ``on_leader_change(bool)`` (e.g.
+``Metrics.set_leader``) is called on every change.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import random
+import time
+from collections.abc import Callable
+from typing import Any
+
+import aiohttp
+
+from slicectl.kube.client import KubeClient
+from slicectl.kube.errors import AlreadyExists, ApiError, Conflict, NotFound
+from slicectl.kube.resources import LEASES
+from slicectl.obs.timefmt import micro_time
+
+log = logging.getLogger(__name__)
+
+JITTER_FACTOR = 1.2  # client-go: candidates retry after retry_period * [1, 2.2)
+# A failed attempt, not a crash: the API answered an error or could not be reached in time.
+ATTEMPT_ERRORS = (ApiError, aiohttp.ClientError, TimeoutError, OSError)
+
+
+class LeaderElector:
+    def __init__(
+        self,
+        client: KubeClient,
+        namespace: str,
+        name: str,
+        identity: str,
+        lease_duration: float = 15.0,
+        renew_deadline: float = 10.0,
+        retry_period: float = 2.0,
+        clock: Callable[[], float] = time.monotonic,
+        on_leader_change: Callable[[bool], None] | None = None,
+    ) -> None:
+        if not identity:
+            raise ValueError("leader election identity must not be empty")
+        if lease_duration <= renew_deadline:
+            raise ValueError("lease duration must be greater than renew deadline")
+        if renew_deadline <= JITTER_FACTOR * retry_period:
+            raise ValueError(f"renew deadline must be greater than {JITTER_FACTOR} * retry period")
+        if retry_period <= 0:
+            raise ValueError("retry period must be greater than zero")
+        self._client = client
+        self.namespace = namespace
+        self.name = name
+        self.identity = identity
+        self.lease_duration = lease_duration
+        self.renew_deadline = renew_deadline
+        self.retry_period = retry_period
+        self._clock = clock
+        self._on_leader_change = on_leader_change
+        self.leading = asyncio.Event()
+        self._lease: dict[str, Any] | None = None  # last Lease we read or wrote
+        self._observed_spec: dict[str, Any] | None = None
+        self._observed_at = 0.0  # our clock, when _observed_spec last changed
+        self._renewed_at: float | None = None  # our clock, send time of the last good write
+        self._lock = asyncio.Lock()  # one Lease write at a time (renew vs release)
+        self._stopped = asyncio.Event()
+
+    # -- public state --------------------------------------------------------------------------
+
+    @property
+    def is_leader(self) -> bool:
+        return self.leading.is_set()
+
+    @property
+    def holder(self) -> str:
+        """The holder identity last observed on the Lease ("" when none)."""
+        return str((self._observed_spec or {}).get("holderIdentity") or "")
+
+    def check_leading(self) -> bool:
+        """True only while we lead and the last renewal is younger than ``renew_deadline``."""
+        renewed = self._renewed_at
+        return (
+            self.is_leader
+            and renewed is not None
+            and self._clock() - renewed < self.renew_deadline
+        )
+
+    # -- loop ----------------------------------------------------------------------------------
+
+    async def run(
+        self,
+        on_started_leading: Callable[[], None] | None = None,
+        on_stopped_leading: Callable[[], None] | None = None,
+    ) -> None:
+        """Campaign, lead, step down, campaign again, until :meth:`release` or cancellation."""
+        while await self._acquire():
+            try:
+                self._set_leading(True)
+                if on_started_leading is not None:
+                    on_started_leading()
+                await self._renew_until_lost()
+            finally:
+                self._set_leading(False)
+                if on_stopped_leading is not None:
+                    on_stopped_leading()
+
+    async def _acquire(self) -> bool:
+        """Try until we hold the Lease (True) or release() was called (False)."""
+        while not self._stopped.is_set():
+            if await self._try_acquire_or_renew() and not self._stopped.is_set():
+                log.info("acquired lease %s/%s as %s", self.namespace, self.name, self.identity)
+                return True
+            await self._sleep(self.retry_period * (1 + random.random() * JITTER_FACTOR))
+        return False
+
+    async def _renew_until_lost(self) -> None:
+        while not self._stopped.is_set():
+            await self._sleep(self.retry_period)
+            while not self._stopped.is_set():
+                remaining = self._deadline_left()
+                if remaining <= 0:
+                    log.warning("failed to renew lease %s/%s within %.1fs; stepping down",
+                                self.namespace, self.name, self.renew_deadline)
+                    return
+                try:
+                    async with asyncio.timeout(remaining):
+                        renewed = await self._try_acquire_or_renew()
+                except TimeoutError:
+                    renewed = False
+                if renewed:
+                    break
+                if self.holder not in ("", self.identity):
+                    log.warning("lease %s/%s taken by %s", self.namespace, self.name, self.holder)
+                    return
+                await self._sleep(min(self.retry_period, max(self._deadline_left(), 0.0)))
+
+    def _deadline_left(self) -> float:
+        renewed = self._renewed_at if self._renewed_at is not None else self._clock()
+        return renewed + self.renew_deadline - self._clock()
+
+    async def _sleep(self, seconds: float) -> None:
+        """Sleep, but wake at once when release() is called."""
+        try:
+            async with asyncio.timeout(seconds):
+                await self._stopped.wait()
+        except TimeoutError:
+            pass
+
+    def _set_leading(self, leading: bool) -> None:
+        if leading == self.is_leader:
+            return
+        if leading:
+            self.leading.set()
+        else:
+            self.leading.clear()
+            self._renewed_at = None
+        if self._on_leader_change is not None:
+            self._on_leader_change(leading)
+
+    # -- one attempt ---------------------------------------------------------------------------
+
+    async def _try_acquire_or_renew(self) -> bool:
+        async with self._lock:
+            if self._stopped.is_set():
+                return False
+            sent = self._clock()
+            # Fast path: we lead and our cached Lease is current, renew without a GET.
+            if self.is_leader and self._lease is not None:
+                try:
+                    await self._write(self._lease, self._record(self._observed_spec), sent)
+                    return True
+                except ATTEMPT_ERRORS as exc:
+                    log.debug("optimistic lease renewal failed (%r); re-reading", exc)
+            try:
+                lease = await self._client.get(LEASES, self.name, self.namespace)
+            except NotFound:
+                return await self._create(sent)
+            except ATTEMPT_ERRORS as exc:
+                log.warning("error retrieving lease %s/%s: %r", self.namespace, self.name, exc)
+                return False
+            spec = lease.get("spec") or {}
+            self._lease = lease
+            if spec != self._observed_spec:
+                self._observed_spec = spec
+                self._observed_at = self._clock()
+            holder = spec.get("holderIdentity") or ""
+            if holder and holder != self.identity and self._lease_valid():
+                return False
+            try:
+                await self._write(lease, self._record(spec), sent)
+            except ATTEMPT_ERRORS as exc:
+                log.info("lease %s/%s update failed: %r", self.namespace, self.name, exc)
+                return False
+            return True
+
+    def _lease_valid(self) -> bool:
+        seconds = (self._observed_spec or {}).get("leaseDurationSeconds") or 0
+        return self._observed_at + float(seconds) > self._clock()
+
+    def _record(self, old: dict[str, Any] | None) -> dict[str, Any]:
+        """The spec we write: keep acquireTime/transitions while ours, else a new term."""
+        now = micro_time()
+        old = old or {}
+        spec: dict[str, Any] = {
+            "holderIdentity": self.identity,
+            "leaseDurationSeconds": max(1, math.ceil(self.lease_duration)),
+            "renewTime": now,
+        }
+        transitions = int(old.get("leaseTransitions") or 0)
+        if old.get("holderIdentity") == self.identity and old.get("acquireTime"):
+            spec["acquireTime"] = old["acquireTime"]
+            spec["leaseTransitions"] = transitions
+        else:
+            spec["acquireTime"] = now
+            spec["leaseTransitions"] = transitions + 1 if old else 0
+        return spec
+
+    async def _create(self, sent: float) -> bool:
+        body = {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": self.name, "namespace": self.namespace},
+            "spec": self._record(None),
+        }
+        try:
+            created = await self._client.create(LEASES, body, self.namespace)
+        except (AlreadyExists, Conflict):
+            return False
+        except ATTEMPT_ERRORS as exc:
+            log.warning("error creating lease %s/%s: %r", self.namespace, self.name, exc)
+            return False
+        self._remember(created, sent)
+        return True
+
+    async def _write(self, lease: dict[str, Any], spec: dict[str, Any], sent: float) -> None:
+        """PUT ``spec`` over ``lease`` with its resourceVersion as the precondition."""
+        meta = lease.get("metadata") or {}
+        body: dict[str, Any] = {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {
+                "name": self.name,
+                "namespace": self.namespace,
+                "resourceVersion": meta.get("resourceVersion"),
+            },
+            "spec": {**(lease.get("spec") or {}), **spec},
+        }
+        for key in ("uid", "labels", "annotations"):
+            if key in meta:
+                body["metadata"][key] = meta[key]
+        self._remember(await self._client.replace(LEASES, self.name, body, self.namespace), sent)
+
+    def _remember(self, lease: dict[str, Any], sent: float) -> None:
+        self._lease = lease
+        self._observed_spec = lease.get("spec") or {}
+        self._observed_at = self._clock()
+        if self._observed_spec.get("holderIdentity") == self.identity:
+            self._renewed_at = sent
+
+    # -- release -------------------------------------------------------------------------------
+
+    async def release(self) -> bool:
+        """Stop campaigning; if we lead, hand the Lease back so a standby takes it at once.
+
+        Returns True when nothing was held or the release was written. Call it after the
+        workers stopped writing: we stop claiming leadership before the write goes out.
+        """
+        self._stopped.set()
+        async with self._lock:
+            self._set_leading(False)
+            lease = self._lease
+            # As client-go: judged by the Lease as last seen, not by is_leader, so a lease won
+            # by an attempt that raced this call is handed back too.
+            if lease is None or self.holder != self.identity:
+                return True
+            spec = {
+                "holderIdentity": "",
+                "leaseDurationSeconds": 1,
+                "renewTime": micro_time(),
+                "acquireTime": micro_time(),
+                "leaseTransitions": int((self._observed_spec or {}).get("leaseTransitions") or 0),
+            }
+            try:
+                await self._write(lease, spec, self._clock())
+            except ATTEMPT_ERRORS as exc:
+                log.warning("failed to release lease %s/%s: %r", self.namespace, self.name, exc)
+                return False
+            log.info("released lease %s/%s", self.namespace, self.name)
+            return True

@@ -1,0 +1,240 @@
+"""Kubernetes Events (events.k8s.io/v1) about EndpointSelectors, aggregated and rate limited.
+
+Decisions, following client-go's ``tools/events`` broadcaster and its spam filter:
+
+* An event is identified by (regarding object, type, reason, note, action). A repeat of one
+  seen within ``series_window`` does not create a new Event: it bumps the cached series
+  (``count``, ``lastObservedTime``) and the existing Event is PATCHed with ``series``. Patches of
+  one series go out at most once per ``series_interval``; counts in between are accumulated and
+  written by a background flush (and by :meth:`EventRecorder.flush`).
+* Each regarding object has a token bucket (``burst`` writes, then one per ``refill_seconds``,
+  like client-go's 25 / 5 min), so a selector failing in a loop cannot flood the API server. A
+  new event over the limit is dropped; a series increment waits for the next flush.
+* Recording is fire-and-forget: :meth:`EventRecorder.event` is synchronous, never raises and
+  never waits for the API; write errors are logged at debug level.
+* Field limits of the API validation are applied (reason/action 128, note 1024 bytes,
+  reportingInstance 128) instead of losing the event to a 422.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from slicectl.kube.client import KubeClient
+from slicectl.kube.errors import ApiError, NotFound
+from slicectl.kube.resources import EVENTS
+from slicectl.model.records import SelectorRecord
+from slicectl.obs.timefmt import micro_time
+
+log = logging.getLogger(__name__)
+
+NORMAL = "Normal"
+WARNING = "Warning"
+NOTE_LIMIT = 1024
+FIELD_LIMIT = 128
+
+
+def selector_reference(selector: SelectorRecord) -> dict[str, str]:
+    """The ``regarding`` objectReference of an EndpointSelector of any flavour."""
+    return {
+        "apiVersion": selector.api.api_version,
+        "kind": selector.api.kind,
+        "namespace": selector.namespace,
+        "name": selector.name,
+        "uid": selector.uid,
+        "resourceVersion": selector.resource_version,
+    }
+
+
+@dataclass
+class _Series:
+    body: dict[str, Any]  # the Event as (to be) created
+    count: int = 1
+    written_count: int = 0
+    created: bool = False
+    last_seen: float = 0.0  # our clock
+    last_written: float = float("-inf")
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+@dataclass
+class _Bucket:
+    tokens: float
+    updated: float
+
+
+class EventRecorder:
+    def __init__(
+        self,
+        client: KubeClient,
+        component: str = "slicectl",
+        reporting_instance: str = "",
+        *,
+        series_window: float = 360.0,
+        series_interval: float = 30.0,
+        burst: int = 25,
+        refill_seconds: float = 300.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._client = client
+        self.component = component
+        self.instance = (reporting_instance or socket.gethostname())[:FIELD_LIMIT]
+        self._window = series_window
+        self._interval = series_interval
+        self._burst = burst
+        self._refill = refill_seconds
+        self._clock = clock
+        self._series: dict[tuple[str, ...], _Series] = {}
+        self._buckets: dict[str, _Bucket] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._flusher: asyncio.Task[None] | None = None
+
+    def event(
+        self,
+        regarding: Mapping[str, str],
+        event_type: str,
+        reason: str,
+        note: str,
+        action: str = "Reconcile",
+    ) -> None:
+        """Record an event about ``regarding``; returns at once, never raises."""
+        try:
+            self._record(regarding, event_type, reason, note[:NOTE_LIMIT], action)
+        except Exception:  # an event must never break the caller
+            log.debug("recording event failed", exc_info=True)
+
+    def _record(
+        self, regarding: Mapping[str, str], event_type: str, reason: str, note: str, action: str
+    ) -> None:
+        now = self._clock()
+        obj = regarding.get("uid") or f"{regarding.get('namespace')}/{regarding.get('name')}"
+        key = (obj, event_type, reason, note, action)
+        series = self._series.get(key)
+        if series is not None and now - series.last_seen <= self._window:
+            series.count += 1
+            series.last_seen = now
+            series.body["series"] = {"count": series.count, "lastObservedTime": micro_time()}
+            if now - series.last_written >= self._interval and self._take(obj, now):
+                self._spawn(self._write(series))
+            self._ensure_flusher()
+            return
+        if not self._take(obj, now):
+            log.debug("event %s about %s dropped by the spam filter", reason, obj)
+            return
+        series = _Series(body=self._new_body(regarding, event_type, reason, note, action))
+        series.last_seen = now
+        self._series[key] = series
+        self._spawn(self._write(series))
+        self._ensure_flusher()
+
+    def _new_body(
+        self, regarding: Mapping[str, str], event_type: str, reason: str, note: str, action: str
+    ) -> dict[str, Any]:
+        namespace = regarding.get("namespace") or "default"
+        return {
+            "apiVersion": "events.k8s.io/v1",
+            "kind": "Event",
+            "metadata": {"namespace": namespace},
+            "eventTime": micro_time(),
+            "reportingController": self.component,
+            "reportingInstance": self.instance,
+            "action": action[:FIELD_LIMIT],
+            "reason": reason[:FIELD_LIMIT],
+            "note": note,
+            "type": event_type,
+            "regarding": {k: v for k, v in regarding.items() if v},
+        }
+
+    def _take(self, obj: str, now: float) -> bool:
+        """Token bucket per regarding object: ``burst`` writes, then one per ``refill``."""
+        bucket = self._buckets.get(obj)
+        if bucket is None:
+            bucket = self._buckets[obj] = _Bucket(float(self._burst), now)
+        bucket.tokens = min(
+            float(self._burst), bucket.tokens + (now - bucket.updated) / self._refill)
+        bucket.updated = now
+        if bucket.tokens < 1.0:
+            return False
+        bucket.tokens -= 1.0
+        return True
+
+    def _spawn(self, coro: Any) -> None:
+        task: asyncio.Task[None] = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _write(self, series: _Series) -> None:
+        """Create the Event, or patch its series; one write at a time per series."""
+        async with series.lock:
+            if series.created and series.written_count == series.count:
+                return
+            count = series.count
+            series.last_written = self._clock()
+            try:
+                if series.created:
+                    await self._patch_series(series)
+                else:
+                    await self._create(series)
+                series.written_count = count
+            except ApiError as exc:
+                log.debug("event write failed: %s", exc)
+            except Exception:
+                log.debug("event write failed", exc_info=True)
+
+    async def _create(self, series: _Series) -> None:
+        body = series.body
+        regarding_name = body["regarding"].get("name", "event")
+        body["metadata"]["name"] = f"{regarding_name}.{time.time_ns():x}"
+        await self._client.create(EVENTS, body, body["metadata"]["namespace"])
+        series.created = True
+
+    async def _patch_series(self, series: _Series) -> None:
+        meta = series.body["metadata"]
+        try:
+            await self._client.patch(
+                EVENTS, meta["name"], {"series": series.body["series"]}, meta["namespace"],
+                patch_type="merge")
+        except NotFound:  # expired or deleted: start over with a new Event carrying the series
+            await self._create(series)
+
+    # -- background flush ----------------------------------------------------------------------
+
+    def _ensure_flusher(self) -> None:
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.get_running_loop().create_task(self._flush_loop())
+
+    async def _flush_loop(self) -> None:
+        while self._series:
+            await asyncio.sleep(self._interval)
+            self._flush(self._clock(), force=False)
+
+    def _flush(self, now: float, *, force: bool) -> None:
+        for key, series in list(self._series.items()):
+            obj = key[0]
+            pending = series.count != series.written_count
+            if pending and (force or self._take(obj, now)):
+                self._spawn(self._write(series))
+            elif not pending and now - series.last_seen > self._window:
+                del self._series[key]
+        for obj, bucket in list(self._buckets.items()):
+            if now - bucket.updated > self._burst * self._refill:
+                del self._buckets[obj]  # full again: forgetting it changes nothing
+
+    async def flush(self) -> None:
+        """Write pending series counts now and wait for every write in flight.
+
+        Call it at shutdown; the recorder stays usable afterwards.
+        """
+        if self._flusher is not None:
+            self._flusher.cancel()
+            await asyncio.gather(self._flusher, return_exceptions=True)
+            self._flusher = None
+        self._flush(self._clock(), force=True)
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)

@@ -1,0 +1,179 @@
+"""HTTP endpoints for Prometheus and the kubelet: ``/metrics``, ``/healthz``, ``/readyz``.
+
+Decisions (kube-controller-manager / controller-runtime conventions):
+
+* Two listeners, ``--metrics-bind-address`` (``/metrics``) and ``--health-probe-bind-address``
+  (``/healthz``, ``/readyz``). ``":8080"`` means every interface, port 8080; ``"0"`` (or "")
+  disables that listener; the same address for both serves everything on one port.
+* ``/healthz`` is liveness: 200 only when every registered check passes. Each check is a
+  callable returning ``(ok, reason)`` (e.g. "the watches are alive"). A built-in ``event-loop``
+  check fails when a probe task measured the loop blocked for more than ``loop_lag_threshold``
+  seconds within the last ``loop_lag_window`` seconds: a wedged loop cannot renew its lease or
+  process events, so the kubelet should restart it.
+* ``/readyz`` is 200 once :meth:`HealthServer.set_ready` was called (the initial sync is done,
+  or this replica is a standby with warm caches). Failures answer 500 with one line per check,
+  in the ``[+]name ok`` / ``[-]name failed: reason`` shape of kube's healthz.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import Callable
+
+from aiohttp import web
+
+from slicectl.obs.metrics import CONTENT_TYPE, Metrics
+
+LivenessCheck = Callable[[], tuple[bool, str]]
+
+
+def parse_bind_address(address: str) -> tuple[str | None, int] | None:
+    """``host:port`` → (host or None for all interfaces, port); ``"0"``/``""`` → None (off)."""
+    address = address.strip()
+    if address in ("", "0"):
+        return None
+    host, sep, port_text = address.rpartition(":")
+    if not sep or not port_text.isdigit() or int(port_text) > 65535:
+        raise ValueError(f"invalid bind address {address!r}: want host:port, :port or 0")
+    host = host.removeprefix("[").removesuffix("]")
+    return (host or None, int(port_text))
+
+
+class LoopLagProbe:
+    """Measures how late the event loop wakes a sleeping task (its scheduling delay)."""
+
+    def __init__(self, interval: float, window: float) -> None:
+        self.interval = interval
+        self.window = window
+        self._recent: deque[tuple[float, float]] = deque()  # (when, lag)
+        self._last_tick = time.monotonic()
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._last_tick = time.monotonic()
+        self._task = asyncio.create_task(self._run(), name="loop-lag-probe")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(self.interval)
+            self._tick(time.monotonic())
+
+    def _tick(self, now: float) -> None:
+        self._recent.append((now, max(now - self._last_tick - self.interval, 0.0)))
+        self._last_tick = now
+        while self._recent and self._recent[0][0] < now - self.window:
+            self._recent.popleft()
+
+    def max_lag(self) -> float:
+        """The worst lag seen in the window, including an overdue tick that has not run yet."""
+        now = time.monotonic()
+        overdue = max(now - self._last_tick - self.interval, 0.0)
+        recent = (lag for when, lag in self._recent if when >= now - self.window)
+        return max(overdue, *recent) if self._recent else overdue
+
+
+class HealthServer:
+    def __init__(
+        self,
+        metrics: Metrics | None = None,
+        *,
+        metrics_bind_address: str = ":8080",
+        health_probe_bind_address: str = ":8081",
+        loop_lag_threshold: float = 5.0,
+        loop_lag_window: float = 30.0,
+        loop_probe_interval: float = 1.0,
+    ) -> None:
+        self._metrics = metrics
+        self._metrics_bind = parse_bind_address(metrics_bind_address) if metrics else None
+        self._health_bind = parse_bind_address(health_probe_bind_address)
+        self._checks: dict[str, LivenessCheck] = {}
+        self._ready = False
+        self._lag_threshold = loop_lag_threshold
+        self._probe = LoopLagProbe(loop_probe_interval, loop_lag_window)
+        self._runners: list[web.AppRunner] = []
+        self.metrics_port: int | None = None
+        self.health_port: int | None = None
+        self.add_liveness_check("event-loop", self._check_loop)
+
+    def add_liveness_check(self, name: str, check: LivenessCheck) -> None:
+        self._checks[name] = check
+
+    def set_ready(self, ready: bool = True) -> None:
+        self._ready = ready
+
+    @property
+    def ready(self) -> bool:
+        return self._ready
+
+    def _check_loop(self) -> tuple[bool, str]:
+        lag = self._probe.max_lag()
+        if lag > self._lag_threshold:
+            return False, f"event loop blocked for {lag:.1f}s (limit {self._lag_threshold:.1f}s)"
+        return True, ""
+
+    # -- handlers ------------------------------------------------------------------------------
+
+    async def _healthz(self, _request: web.Request) -> web.Response:
+        lines: list[str] = []
+        healthy = True
+        for name, check in self._checks.items():
+            try:
+                ok, reason = check()
+            except Exception as exc:  # a broken check is a failed check, not a 500 traceback
+                ok, reason = False, f"check raised {exc!r}"
+            healthy = healthy and ok
+            lines.append(f"[+]{name} ok" if ok else f"[-]{name} failed: {reason}")
+        lines.append("healthz check passed" if healthy else "healthz check failed")
+        return web.Response(text="\n".join(lines) + "\n", status=200 if healthy else 500)
+
+    async def _readyz(self, _request: web.Request) -> web.Response:
+        if self._ready:
+            return web.Response(text="[+]initial-sync ok\nreadyz check passed\n")
+        return web.Response(
+            text="[-]initial-sync failed: not synced yet\nreadyz check failed\n", status=500)
+
+    async def _metrics_handler(self, _request: web.Request) -> web.Response:
+        assert self._metrics is not None
+        body = self._metrics.render()
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self._probe.start()
+        health_routes = [web.get("/healthz", self._healthz), web.get("/readyz", self._readyz)]
+        metrics_routes = [web.get("/metrics", self._metrics_handler)]
+        shared = self._metrics_bind is not None and self._metrics_bind == self._health_bind
+        if shared and self._metrics_bind is not None and self._metrics_bind[1] != 0:
+            port = await self._serve(self._metrics_bind, health_routes + metrics_routes)
+            self.metrics_port = self.health_port = port
+            return
+        if self._metrics_bind is not None:
+            self.metrics_port = await self._serve(self._metrics_bind, metrics_routes)
+        if self._health_bind is not None:
+            self.health_port = await self._serve(self._health_bind, health_routes)
+
+    async def _serve(self, bind: tuple[str | None, int], routes: list[web.RouteDef]) -> int:
+        app = web.Application()
+        app.add_routes(routes)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        self._runners.append(runner)
+        site = web.TCPSite(runner, host=bind[0], port=bind[1])
+        await site.start()
+        address = runner.addresses[0]
+        return int(address[1])
+
+    async def stop(self) -> None:
+        await self._probe.stop()
+        for runner in self._runners:
+            await runner.cleanup()
+        self._runners.clear()

@@ -1,0 +1,208 @@
+"""Prometheus metrics: the upstream EndpointSlice controller families plus slicectl's own.
+
+Every metric lives in one ``CollectorRegistry`` owned by a :class:`Metrics` object (never the
+process-global default registry), so tests and embedded uses can build several side by side.
+
+Naming decisions:
+
+* The ``endpoint_slice_controller_*`` families keep upstream's names, label sets and buckets
+  (``k8s.io/endpointslice/metrics``). Counters are declared without ``_total``; prometheus_client
+  appends it, so ``changes`` is exposed as ``endpoint_slice_controller_changes_total`` (upstream's
+  current name for that counter). Upstream's Go ``syncs`` counter has no suffix; ours is
+  ``endpoint_slice_controller_syncs_total`` because the Python client always adds it.
+* ``_created`` series are switched off: upstream does not expose them and they double the series.
+* The call sites get small methods with plain arguments, so no layer below ``obs`` imports
+  prometheus_client; :meth:`Metrics.api_request` matches the kube client's ``on_request`` hook.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Final
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    disable_created_metrics,
+    generate_latest,
+)
+
+CONTENT_TYPE: Final = CONTENT_TYPE_LATEST
+SUBSYSTEM: Final = "endpoint_slice_controller"
+
+# metrics.ExponentialBuckets(2, 2, 15): 2, 4, ..., 32768.
+PER_SYNC_BUCKETS: Final = tuple(2.0 * 2**i for i in range(15))
+# Latencies from sub-millisecond cache hits to a minutes-long backoff.
+LATENCY_BUCKETS: Final = (
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+    120.0, 300.0,
+)
+SYNC_RESULTS: Final = ("success", "stale", "error")
+OPERATIONS: Final = ("create", "update", "delete")
+
+
+class Metrics:
+    """The registry and every family slicectl exposes, with one small method per observation."""
+
+    def __init__(self) -> None:
+        disable_created_metrics()  # type: ignore[no-untyped-call]
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        es = SUBSYSTEM
+        self.endpoints_added = Histogram(
+            f"{es}_endpoints_added_per_sync", "Number of endpoints added on each Service sync",
+            buckets=PER_SYNC_BUCKETS, registry=r)
+        self.endpoints_removed = Histogram(
+            f"{es}_endpoints_removed_per_sync", "Number of endpoints removed on each Service sync",
+            buckets=PER_SYNC_BUCKETS, registry=r)
+        self.endpoints_desired = Gauge(
+            f"{es}_endpoints_desired", "Number of endpoints desired", registry=r)
+        self.num_endpoint_slices = Gauge(
+            f"{es}_num_endpoint_slices", "Number of EndpointSlices", registry=r)
+        self.desired_endpoint_slices = Gauge(
+            f"{es}_desired_endpoint_slices",
+            "Number of EndpointSlices that would exist with perfect endpoint allocation",
+            registry=r)
+        self.changes = Counter(
+            f"{es}_changes", "Number of EndpointSlice changes", ["operation"], registry=r)
+        self.slices_changed = Histogram(
+            f"{es}_endpointslices_changed_per_sync",
+            "Number of EndpointSlices changed on each Service sync",
+            ["topology", "traffic_distribution"], registry=r)
+        self.syncs = Counter(
+            f"{es}_syncs", "Number of EndpointSlice syncs", ["result"], registry=r)
+
+        self.watch_events = Counter(
+            "slicectl_watch_events", "Watch events received, by resource and event type",
+            ["resource", "type"], registry=r)
+        self.relists = Counter(
+            "slicectl_relists", "Full relists after a watch expired (410) or failed",
+            ["resource"], registry=r)
+        self.queue_depth = Gauge(
+            "slicectl_queue_depth", "Selector keys waiting in the work queue", registry=r)
+        self.queue_latency = Histogram(
+            "slicectl_queue_latency_seconds",
+            "Time from a key becoming ready in the queue until a worker picks it up",
+            buckets=LATENCY_BUCKETS, registry=r)
+        self.sync_duration = Histogram(
+            "slicectl_sync_duration_seconds", "Duration of one selector sync, writes included",
+            buckets=LATENCY_BUCKETS, registry=r)
+        self.api_requests = Counter(
+            "slicectl_api_requests", "Kubernetes API requests by verb, resource and status code",
+            ["verb", "resource", "code"], registry=r)
+        self.api_request_duration = Histogram(
+            "slicectl_api_request_duration_seconds", "Kubernetes API request latency by verb",
+            ["verb"], buckets=LATENCY_BUCKETS, registry=r)
+        self.trigger_to_write = Histogram(
+            "slicectl_trigger_to_write_seconds",
+            "Time from the oldest change a slice write reflects to the write's acknowledgement",
+            buckets=LATENCY_BUCKETS, registry=r)
+        self.leader = Gauge(
+            "slicectl_leader", "1 while this replica holds the leader Lease, else 0", registry=r)
+        self.status_writes = Counter(
+            "slicectl_status_writes", "EndpointSelector status writes", registry=r)
+        self.selectors = Gauge(
+            "slicectl_selectors", "EndpointSelectors known to the cache", registry=r)
+        # Label values known up front are pre-created so dashboards see zeros, not gaps.
+        for result in SYNC_RESULTS:
+            self.syncs.labels(result=result)
+        for operation in OPERATIONS:
+            self.changes.labels(operation=operation)
+
+    # -- upstream families -------------------------------------------------------------------
+
+    def observe_sync(self, result: str, seconds: float) -> None:
+        """One finished sync: ``result`` is success, stale or error (upstream's values)."""
+        self.syncs.labels(result=result).inc()
+        self.sync_duration.observe(seconds)
+
+    def observe_reconcile(self, added: int, removed: int, slices_changed: int) -> None:
+        """What one successful reconcile wrote, as upstream observes it after each sync."""
+        self.endpoints_added.observe(added)
+        self.endpoints_removed.observe(removed)
+        self.slices_changed.labels(topology="Disabled", traffic_distribution="").observe(
+            slices_changed)
+
+    def slice_write(self, operation: str, trigger_age: float | None = None) -> None:
+        """An acknowledged slice create/update/delete; ``trigger_age`` in seconds if known."""
+        self.changes.labels(operation=operation).inc()
+        if trigger_age is not None:
+            self.trigger_to_write.observe(max(trigger_age, 0.0))
+
+    def set_slice_totals(self, endpoints_desired: int, slices: int, slices_desired: int) -> None:
+        self.endpoints_desired.set(endpoints_desired)
+        self.num_endpoint_slices.set(slices)
+        self.desired_endpoint_slices.set(slices_desired)
+
+    # -- slicectl families -------------------------------------------------------------------
+
+    def api_request(self, verb: str, resource: str, code: int, seconds: float) -> None:
+        """The kube client's ``on_request`` hook: one finished HTTP request."""
+        self.api_requests.labels(verb=verb, resource=resource, code=str(code)).inc()
+        self.api_request_duration.labels(verb=verb).observe(seconds)
+
+    def watch_event(self, resource: str, event_type: str) -> None:
+        self.watch_events.labels(resource=resource, type=event_type).inc()
+
+    def relist(self, resource: str) -> None:
+        self.relists.labels(resource=resource).inc()
+
+    def set_queue_depth(self, depth: int) -> None:
+        self.queue_depth.set(depth)
+
+    def observe_queue_latency(self, seconds: float) -> None:
+        self.queue_latency.observe(max(seconds, 0.0))
+
+    def set_leader(self, leading: bool) -> None:
+        """Suitable as the leader elector's ``on_leader_change`` hook."""
+        self.leader.set(1 if leading else 0)
+
+    def status_write(self) -> None:
+        self.status_writes.inc()
+
+    def set_selectors(self, count: int) -> None:
+        self.selectors.set(count)
+
+    def render(self) -> bytes:
+        """The registry in the Prometheus text exposition format (``CONTENT_TYPE``)."""
+        return generate_latest(self.registry)
+
+
+class SliceCounts:
+    """Upstream's metrics cache: per-selector slice counts folded into the three totals.
+
+    ``desired`` slices follow upstream: per port set ``ceil(endpoints / max_per_slice)``, and at
+    least one per selector (its placeholder). The controller calls :meth:`update` after each sync
+    and :meth:`delete` when a selector goes away; the gauges are refreshed on every call.
+    """
+
+    def __init__(self, metrics: Metrics, max_endpoints_per_slice: int) -> None:
+        self._metrics = metrics
+        self._max = max_endpoints_per_slice
+        self._by_selector: dict[str, tuple[int, int, int]] = {}
+        self._totals = (0, 0, 0)  # running sums, so an update costs O(port sets), not O(selectors)
+
+    def update(self, key: str, endpoints_by_port_set: Mapping[object, int], slices: int) -> None:
+        endpoints = sum(endpoints_by_port_set.values())
+        desired = max(sum(math.ceil(n / self._max) for n in endpoints_by_port_set.values()), 1)
+        self._replace(key, (endpoints, slices, desired))
+
+    def delete(self, key: str) -> None:
+        if key in self._by_selector:
+            self._replace(key, None)
+
+    def _replace(self, key: str, new: tuple[int, int, int] | None) -> None:
+        old = self._by_selector.pop(key, (0, 0, 0))
+        if new is not None:
+            self._by_selector[key] = new
+        add = new or (0, 0, 0)
+        self._totals = (
+            self._totals[0] - old[0] + add[0],
+            self._totals[1] - old[1] + add[1],
+            self._totals[2] - old[2] + add[2],
+        )
+        self._metrics.set_slice_totals(*self._totals)

@@ -1,0 +1,162 @@
+"""Leader election against the embedded API server over real HTTPS.
+
+Short durations (lease 2s, renew deadline 1.5s, retry 0.25s) keep the test quick. The only time
+assertions are the safety/liveness bounds leader election promises, with generous slack.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack
+
+import pytest
+
+from slicectl.election.lease import LeaderElector
+from slicectl.kube.client import KubeClient
+from slicectl.kube.resources import LEASES
+from slicectl.sim.server import EmbeddedApiServer
+
+LEASE, RENEW, RETRY = 2.0, 1.5, 0.25
+NS, NAME = "default", "slicectl-test"
+HANG_GUARD = 15.0
+MICRO_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
+pytestmark = pytest.mark.embedded_only
+
+
+@pytest.fixture
+async def srv() -> AsyncIterator[EmbeddedApiServer]:
+    async with EmbeddedApiServer(port=0) as server:
+        yield server
+
+
+@pytest.fixture
+async def stack() -> AsyncIterator[AsyncExitStack]:
+    async with AsyncExitStack() as st:
+        yield st
+
+
+async def wait_for(cond: Callable[[], bool]) -> float:
+    """Poll until ``cond()``; the elapsed seconds. The timeout is only a hang guard."""
+    start = time.monotonic()
+    async with asyncio.timeout(HANG_GUARD):
+        while True:
+            if cond():
+                return time.monotonic() - start
+            await asyncio.sleep(0.02)
+
+
+class Candidate:
+    def __init__(self, elector: LeaderElector) -> None:
+        self.elector = elector
+        self.events: list[str] = []
+        self.task = asyncio.create_task(elector.run(
+            on_started_leading=lambda: self.events.append("started"),
+            on_stopped_leading=lambda: self.events.append("stopped"),
+        ))
+
+    async def kill(self) -> None:
+        """What SIGKILL looks like to the others: renewals just stop, nothing is released."""
+        self.task.cancel()
+        await asyncio.gather(self.task, return_exceptions=True)
+
+
+async def candidate(srv: EmbeddedApiServer, stack: AsyncExitStack, identity: str) -> Candidate:
+    client = await KubeClient.connect(kubeconfig=srv.kubeconfig_path)
+    stack.push_async_callback(client.close)
+    elector = LeaderElector(client, NS, NAME, identity, LEASE, RENEW, RETRY)
+    c = Candidate(elector)
+    stack.push_async_callback(c.kill)
+    return c
+
+
+def test_invalid_timings_are_rejected() -> None:
+    client: KubeClient = None  # type: ignore[assignment]  # never used: __init__ raises first
+    with pytest.raises(ValueError, match="renew deadline"):
+        LeaderElector(client, NS, NAME, "a", lease_duration=2, renew_deadline=2, retry_period=0.5)
+    with pytest.raises(ValueError, match="retry period"):
+        LeaderElector(client, NS, NAME, "a", lease_duration=3, renew_deadline=1, retry_period=1)
+    with pytest.raises(ValueError, match="identity"):
+        LeaderElector(client, NS, NAME, "", lease_duration=3, renew_deadline=2, retry_period=1)
+
+
+async def test_exactly_one_leads_and_the_lease_says_so(
+    srv: EmbeddedApiServer, stack: AsyncExitStack
+) -> None:
+    a = await candidate(srv, stack, "a")
+    b = await candidate(srv, stack, "b")
+    await wait_for(lambda: a.elector.is_leader or b.elector.is_leader)
+    for _ in range(3):  # several retry periods: the standby keeps standing by
+        await asyncio.sleep(RETRY * 2)
+        assert a.elector.is_leader != b.elector.is_leader
+    leader = a if a.elector.is_leader else b
+    assert leader.elector.check_leading()
+    assert leader.events == ["started"]
+
+    client = leader.elector._client
+    spec = (await client.get(LEASES, NAME, NS))["spec"]
+    assert spec["holderIdentity"] == leader.elector.identity
+    assert spec["leaseDurationSeconds"] == 2
+    assert spec["leaseTransitions"] == 0
+    assert MICRO_TIME.match(spec["acquireTime"]) and MICRO_TIME.match(spec["renewTime"])
+    # Renewals keep acquireTime and move renewTime.
+    await asyncio.sleep(RETRY * 3)
+    later = (await client.get(LEASES, NAME, NS))["spec"]
+    assert later["acquireTime"] == spec["acquireTime"]
+    assert later["renewTime"] > spec["renewTime"]
+    assert srv.request_counts(verb="update", resource="leases") >= 2
+
+
+async def test_killed_leader_is_replaced_within_lease_duration(
+    srv: EmbeddedApiServer, stack: AsyncExitStack
+) -> None:
+    a = await candidate(srv, stack, "a")
+    await wait_for(lambda: a.elector.is_leader)
+    b = await candidate(srv, stack, "b")
+    await asyncio.sleep(RETRY * 3)
+    assert not b.elector.is_leader  # a is alive and renewing
+
+    await a.kill()
+    took = await wait_for(lambda: b.elector.is_leader)
+    assert took < LEASE + 2.0
+    spec = (await b.elector._client.get(LEASES, NAME, NS))["spec"]
+    assert spec["holderIdentity"] == "b"
+    assert spec["leaseTransitions"] == 1
+
+
+async def test_released_lease_is_taken_over_quickly(
+    srv: EmbeddedApiServer, stack: AsyncExitStack
+) -> None:
+    a = await candidate(srv, stack, "a")
+    await wait_for(lambda: a.elector.is_leader)
+    b = await candidate(srv, stack, "b")
+    await asyncio.sleep(RETRY * 3)
+
+    assert await a.elector.release()
+    assert not a.elector.is_leader and not a.elector.check_leading()
+    took = await wait_for(lambda: b.elector.is_leader)
+    assert took < 2.0  # about one retry period, far below the lease duration
+    await asyncio.wait_for(a.task, 5.0)  # run() returns after release()
+    assert a.events == ["started", "stopped"]
+    spec = (await b.elector._client.get(LEASES, NAME, NS))["spec"]
+    assert spec["holderIdentity"] == "b"
+
+
+@pytest.mark.parametrize("fault", ["errors", "latency"])
+async def test_leader_that_cannot_renew_steps_down_before_expiry(
+    srv: EmbeddedApiServer, stack: AsyncExitStack, fault: str
+) -> None:
+    a = await candidate(srv, stack, "a")
+    await wait_for(lambda: a.elector.is_leader)
+    if fault == "errors":
+        srv.faults.error_rate = 1.0
+    else:
+        srv.faults.latency_ms = int((LEASE + 1) * 1000)
+    # The last good renewal was sent before the fault, so the gate must close within the
+    # renew deadline of now, which is before any other replica may consider the lease expired.
+    took = await wait_for(lambda: not a.elector.check_leading())
+    assert took < LEASE
+    await wait_for(lambda: not a.elector.is_leader)
+    assert a.events[:2] == ["started", "stopped"]

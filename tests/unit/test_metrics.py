@@ -1,0 +1,123 @@
+"""The Prometheus exposition: upstream family names, label sets, buckets, and the hook methods."""
+
+from __future__ import annotations
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from slicectl.obs.metrics import PER_SYNC_BUCKETS, Metrics, SliceCounts
+
+UPSTREAM = {
+    "endpoint_slice_controller_endpoints_added_per_sync": "histogram",
+    "endpoint_slice_controller_endpoints_removed_per_sync": "histogram",
+    "endpoint_slice_controller_endpoints_desired": "gauge",
+    "endpoint_slice_controller_num_endpoint_slices": "gauge",
+    "endpoint_slice_controller_desired_endpoint_slices": "gauge",
+    "endpoint_slice_controller_changes": "counter",
+    "endpoint_slice_controller_endpointslices_changed_per_sync": "histogram",
+    "endpoint_slice_controller_syncs": "counter",
+}
+OWN = {
+    "slicectl_watch_events": "counter",
+    "slicectl_relists": "counter",
+    "slicectl_queue_depth": "gauge",
+    "slicectl_queue_latency_seconds": "histogram",
+    "slicectl_sync_duration_seconds": "histogram",
+    "slicectl_api_requests": "counter",
+    "slicectl_api_request_duration_seconds": "histogram",
+    "slicectl_trigger_to_write_seconds": "histogram",
+    "slicectl_leader": "gauge",
+    "slicectl_status_writes": "counter",
+    "slicectl_selectors": "gauge",
+}
+
+
+def samples(m: Metrics) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    out = {}
+    for family in text_string_to_metric_families(m.render().decode()):
+        for s in family.samples:
+            out[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return out
+
+
+def test_every_family_is_exposed_with_its_type() -> None:
+    families = {f.name: f.type for f in text_string_to_metric_families(Metrics().render().decode())}
+    assert families == {**UPSTREAM, **OWN}
+
+
+def test_counters_render_with_total_suffix_and_no_created_series() -> None:
+    text = Metrics().render().decode()
+    assert 'endpoint_slice_controller_changes_total{operation="create"} 0.0' in text
+    assert 'endpoint_slice_controller_syncs_total{result="stale"} 0.0' in text
+    assert "_created" not in text
+
+
+def test_per_sync_buckets_are_upstream_exponential_2_2_15() -> None:
+    assert PER_SYNC_BUCKETS[0] == 2 and PER_SYNC_BUCKETS[-1] == 32768
+    assert len(PER_SYNC_BUCKETS) == 15
+    m = Metrics()
+    m.observe_reconcile(added=3, removed=0, slices_changed=1)
+    s = samples(m)
+    assert s[("endpoint_slice_controller_endpoints_added_per_sync_bucket", (("le", "4.0"),))] == 1
+    assert s[("endpoint_slice_controller_endpoints_added_per_sync_bucket", (("le", "2.0"),))] == 0
+    assert s[("endpoint_slice_controller_endpoints_removed_per_sync_count", ())] == 1
+    labels = (("topology", "Disabled"), ("traffic_distribution", ""))
+    assert s[("endpoint_slice_controller_endpointslices_changed_per_sync_count", labels)] == 1
+
+
+def test_hooks_increment() -> None:
+    m = Metrics()
+    m.api_request("patch", "endpointslices", 409, 0.02)
+    m.api_request("patch", "endpointslices", 409, 0.03)
+    m.observe_sync("success", 0.1)
+    m.observe_sync("error", 0.1)
+    m.slice_write("create", trigger_age=0.5)
+    m.slice_write("delete")
+    m.watch_event("pods", "ADDED")
+    m.relist("pods")
+    m.set_queue_depth(7)
+    m.observe_queue_latency(0.01)
+    m.set_leader(True)
+    m.status_write()
+    m.set_selectors(3)
+    s = samples(m)
+    api = (("code", "409"), ("resource", "endpointslices"), ("verb", "patch"))
+    assert s[("slicectl_api_requests_total", api)] == 2
+    assert s[("slicectl_api_request_duration_seconds_count", (("verb", "patch"),))] == 2
+    assert s[("endpoint_slice_controller_syncs_total", (("result", "success"),))] == 1
+    assert s[("endpoint_slice_controller_syncs_total", (("result", "error"),))] == 1
+    assert s[("slicectl_sync_duration_seconds_count", ())] == 2
+    assert s[("endpoint_slice_controller_changes_total", (("operation", "create"),))] == 1
+    assert s[("endpoint_slice_controller_changes_total", (("operation", "delete"),))] == 1
+    assert s[("slicectl_trigger_to_write_seconds_count", ())] == 1
+    assert s[("slicectl_watch_events_total", (("resource", "pods"), ("type", "ADDED")))] == 1
+    assert s[("slicectl_relists_total", (("resource", "pods"),))] == 1
+    assert s[("slicectl_queue_depth", ())] == 7
+    assert s[("slicectl_queue_latency_seconds_count", ())] == 1
+    assert s[("slicectl_leader", ())] == 1
+    assert s[("slicectl_status_writes_total", ())] == 1
+    assert s[("slicectl_selectors", ())] == 3
+
+
+def test_registries_are_independent() -> None:
+    a, b = Metrics(), Metrics()
+    a.status_write()
+    assert samples(a)[("slicectl_status_writes_total", ())] == 1
+    assert samples(b)[("slicectl_status_writes_total", ())] == 0
+
+
+def test_slice_counts_follow_upstream_desired_slices() -> None:
+    m = Metrics()
+    counts = SliceCounts(m, max_endpoints_per_slice=100)
+    counts.update("ns/a", {"http": 250, "grpc": 1}, slices=5)  # 3 + 1 desired
+    counts.update("ns/b", {}, slices=1)  # empty selector: one placeholder
+    s = samples(m)
+    assert s[("endpoint_slice_controller_endpoints_desired", ())] == 251
+    assert s[("endpoint_slice_controller_num_endpoint_slices", ())] == 6
+    assert s[("endpoint_slice_controller_desired_endpoint_slices", ())] == 5
+    counts.update("ns/a", {"http": 100}, slices=1)
+    counts.delete("ns/b")
+    counts.delete("ns/missing")
+    s = samples(m)
+    assert s[("endpoint_slice_controller_endpoints_desired", ())] == 100
+    assert s[("endpoint_slice_controller_num_endpoint_slices", ())] == 1
+    assert s[("endpoint_slice_controller_desired_endpoint_slices", ())] == 1
