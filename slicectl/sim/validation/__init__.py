@@ -1,0 +1,84 @@
+"""Validation, defaulting and pruning of the objects the embedded API server stores.
+
+Why: one entry point per concern, dispatched on the :class:`ResourceType`, so the server core
+never needs to know which kind has which rule:
+
+- :func:`validate` returns Status causes (``reason``/``message``/``field``) phrased like
+  kube-apiserver's; empty when the object is valid (``old`` is the stored object on update);
+- :func:`apply_defaults` applies the defaults a real server applies before validation
+  (structural ``default`` of custom resources at every level; the usual built-in defaults);
+- :func:`prune_unknown` finds fields the schema does not declare (paths like ``spec.foo`` or
+  ``spec.ports[0].bar``). With ``strict=False`` they are removed, as a real server's decoder
+  drops them; with ``strict=True`` the object is left alone and the caller rejects the request
+  (fieldValidation=Strict: ``strict decoding error: unknown field "spec.foo"``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from slicectl.sim.types import ResourceType
+from slicectl.sim.validation import kinds
+from slicectl.sim.validation.builtin import builtin_schemas
+from slicectl.sim.validation.crd import validate_crd
+from slicectl.sim.validation.endpointslice import validate_endpointslice
+from slicectl.sim.validation.errors import Cause
+from slicectl.sim.validation.meta import validate_object_meta
+from slicectl.sim.validation.names import dns1123_label_errors, dns1123_subdomain_errors
+from slicectl.sim.validation.schema import apply_schema_defaults, prune, validate_value
+
+__all__ = ["Cause", "apply_defaults", "prune_unknown", "validate"]
+
+_OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+
+
+def validate(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None) -> list[Cause]:
+    """Status causes for ``obj`` (empty when valid); ``old`` is the stored object on update."""
+    key = (rt.group, rt.kind)
+    if key == ("discovery.k8s.io", "EndpointSlice"):
+        return validate_endpointslice(obj, old)
+    if key == ("apiextensions.k8s.io", "CustomResourceDefinition"):
+        return validate_crd(obj, old)
+    name_rule = dns1123_label_errors if key == ("", "Namespace") else dns1123_subdomain_errors
+    causes = validate_object_meta(obj.get("metadata"), rt.namespaced, name_rule)
+    if rt.is_custom:
+        schema = {k: v for k, v in (rt.schema or {}).items() if k != "properties"}
+        props = {k: v for k, v in ((rt.schema or {}).get("properties") or {}).items()
+                 if k not in ("metadata", "apiVersion", "kind")}
+        schema["properties"] = props
+        causes.extend(validate_value(obj, schema, "", old, old is not None))
+    elif key == ("", "Pod"):
+        causes.extend(kinds.validate_pod(obj))
+    elif key == ("coordination.k8s.io", "Lease"):
+        causes.extend(kinds.validate_lease(obj))
+    elif key == ("", "Event"):
+        causes.extend(kinds.validate_core_event(obj))
+    elif key == ("events.k8s.io", "Event"):
+        causes.extend(kinds.validate_events_v1(obj))
+    return causes
+
+
+def apply_defaults(rt: ResourceType, obj: dict[str, Any]) -> None:
+    """Apply the defaults a real server applies on create/update, in place."""
+    if rt.is_custom:
+        apply_schema_defaults(obj, rt.schema or {})
+    elif (rt.group, rt.kind) == ("", "Pod"):
+        kinds.default_pod(obj)
+    elif (rt.group, rt.kind) == ("discovery.k8s.io", "EndpointSlice"):
+        kinds.default_endpointslice(obj)
+
+
+def prune_unknown(rt: ResourceType, obj: dict[str, Any], strict: bool) -> list[str]:
+    """Paths of undeclared fields of ``obj``; removed unless ``strict`` (see module doc)."""
+    if rt.is_custom:
+        schema = dict(rt.schema or {})
+        props = dict(schema.get("properties") or {})
+        props["metadata"] = {"$ref": "#/components/schemas/" + _OBJECT_META}
+        props["apiVersion"] = {"type": "string"}
+        props["kind"] = {"type": "string"}
+        schema["properties"] = props
+    else:
+        schema = builtin_schemas().get(rt.definition or "") or {}
+        if not schema:
+            return []
+    return prune(obj, schema, "", remove=not strict)

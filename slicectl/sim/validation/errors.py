@@ -1,0 +1,62 @@
+"""Status causes phrased like ``k8s.io/apimachinery/pkg/util/validation/field`` errors.
+
+Why: clients match on a cause's ``reason``/``field`` and humans read its ``message``; both must
+read as a real kube-apiserver's. ``message`` is ``field.Error.ErrorBody()`` (the text after the
+field path), e.g. ``Invalid value: "1.2.3": must be a valid IPv4 address``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+Cause = dict[str, str]
+
+
+def show(value: Any) -> str:
+    """A value as Go's ``%#v`` roughly prints it: strings quoted, numbers bare."""
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    if value is None:
+        return '"null"'
+    return json.dumps(value, separators=(",", ":"), sort_keys=True)
+
+
+def invalid(field: str, value: Any, detail: str) -> Cause:
+    return {"reason": "FieldValueInvalid", "message": f"Invalid value: {show(value)}: {detail}",
+            "field": field}
+
+
+def required(field: str, detail: str = "") -> Cause:
+    message = f"Required value: {detail}" if detail else "Required value"
+    return {"reason": "FieldValueRequired", "message": message, "field": field}
+
+
+def not_supported(field: str, value: Any, supported: list[str]) -> Cause:
+    allowed = ", ".join(json.dumps(s) for s in supported)
+    return {"reason": "FieldValueNotSupported",
+            "message": f"Unsupported value: {show(value)}: supported values: {allowed}",
+            "field": field}
+
+
+def too_many(field: str, actual: int, limit: int) -> Cause:
+    return {"reason": "FieldValueTooMany",
+            "message": f"Too many: {actual}: must have at most {limit} items", "field": field}
+
+
+def too_long(field: str, limit: int, unit: str = "bytes") -> Cause:
+    return {"reason": "FieldValueTooLong",
+            "message": f"Too long: may not be more than {limit} {unit}", "field": field}
+
+
+def duplicate(field: str, value: Any) -> Cause:
+    return {"reason": "FieldValueDuplicate", "message": f"Duplicate value: {show(value)}",
+            "field": field}
+
+
+def forbidden(field: str, detail: str) -> Cause:
+    return {"reason": "FieldValueForbidden", "message": f"Forbidden: {detail}", "field": field}

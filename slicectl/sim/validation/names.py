@@ -1,0 +1,135 @@
+"""Name and IP checks of ``k8s.io/apimachinery/pkg/util/validation``, with their messages.
+
+Why: object names, namespaces, hostnames, port names, app protocols and endpoint addresses are
+checked by the same few predicates in the real server; keeping each predicate and its exact
+message together here lets every validator use them unchanged. Label keys/values are decided by
+:mod:`slicectl.model.selector` (one rule for the whole project); only their wording lives here.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+
+from slicectl.model.selector import label_key_error
+
+_LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS_LABEL = re.compile(f"^{_LABEL}$")
+_DNS_SUBDOMAIN = re.compile(rf"^{_LABEL}(\.{_LABEL})*$")
+
+DNS1123_LABEL_MSG = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
+    "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
+    "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+)
+DNS1123_SUBDOMAIN_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
+    "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used "
+    "for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+QUALIFIED_NAME_MSG = (
+    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
+    "with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
+    "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+)
+LABEL_VALUE_MSG = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or "
+    "'.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or "
+    "'my_value',  or '12345', regex used for validation is "
+    "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+)
+
+
+def dns1123_label_errors(value: str) -> list[str]:
+    errs = []
+    if len(value) > 63:
+        errs.append("must be no more than 63 characters")
+    if not _DNS_LABEL.match(value):
+        errs.append(DNS1123_LABEL_MSG)
+    return errs
+
+
+def dns1123_subdomain_errors(value: str) -> list[str]:
+    errs = []
+    if len(value) > 253:
+        errs.append("must be no more than 253 characters")
+    if not _DNS_SUBDOMAIN.match(value):
+        errs.append(DNS1123_SUBDOMAIN_MSG)
+    return errs
+
+
+def mask_trailing_dash(name: str) -> str:
+    """``generateName`` prefixes may end with '-': check them as if it were a letter."""
+    return name[:-1] + "a" if len(name) > 1 and name.endswith("-") else name
+
+
+def qualified_name_errors(value: str) -> list[str]:
+    """``IsQualifiedName``: ``[prefix/]name`` as label keys and appProtocols."""
+    if label_key_error(value) is None:
+        return []
+    prefix, slash, name = value.rpartition("/")
+    errs: list[str] = []
+    if slash and not prefix:
+        errs.append("prefix part must be non-empty")
+    elif slash:
+        errs.extend("prefix part " + e for e in dns1123_subdomain_errors(prefix))
+    if not name:
+        errs.append("name part must be non-empty")
+    elif len(name) > 63:
+        errs.append("name part must be no more than 63 characters")
+    if name and not re.match(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$", name):
+        errs.append(QUALIFIED_NAME_MSG)
+    return errs or [QUALIFIED_NAME_MSG]
+
+
+def parse_ip_sloppy(value: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """Go's ``netutils.ParseIPSloppy``: IPv4 octets may carry leading zeros."""
+    if ":" not in value and value.count(".") == 3:
+        parts = value.split(".")
+        if all(p.isdigit() and len(p) <= 3 for p in parts):
+            value = ".".join(str(int(p)) for p in parts)
+    try:
+        return ipaddress.ip_address(value)
+    except ValueError:
+        return None
+
+
+def special_ip_errors(value: str) -> list[str]:
+    """``ValidateNonSpecialIP``: endpoint addresses may not be special-purpose addresses."""
+    ip = parse_ip_sloppy(value)
+    if ip is None:
+        return ["must be a valid IP address"]
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    errs = []
+    if ip.is_unspecified:
+        errs.append("may not be unspecified (0.0.0.0)")
+    if ip.is_loopback:
+        errs.append("may not be in the loopback range (127.0.0.0/8, ::1/128)")
+    if ip.is_link_local and not ip.is_multicast:
+        errs.append("may not be in the link-local range (169.254.0.0/16, fe80::/10)")
+    link_local_multicast = (
+        ip in ipaddress.ip_network("224.0.0.0/24")
+        if isinstance(ip, ipaddress.IPv4Address)
+        else ip in ipaddress.ip_network("ff02::/16")
+    )
+    if link_local_multicast:
+        errs.append("may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)")
+    return errs
+
+
+def ip_family_error(value: str, family: int) -> str | None:
+    """``IsValidIPv4Address`` / ``IsValidIPv6Address``."""
+    ip = parse_ip_sloppy(value)
+    if ip is None or ip.version != family or (family == 6 and ":" not in value):
+        return f"must be a valid IPv{family} address"
+    return None
+
+
+def fqdn_errors(value: str) -> list[str]:
+    """``IsFullyQualifiedDomainName``."""
+    name = value.removesuffix(".")
+    errs = dns1123_subdomain_errors(name)
+    if len(name.split(".")) < 2:
+        errs.append("should be a domain with at least two segments separated by dots")
+    return errs

@@ -1,0 +1,276 @@
+"""Unit tests of slicectl.sim.validation: meta, EndpointSlice, pods, CRDs, custom resources."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from slicectl.sim.types import ResourceType
+from slicectl.sim.validation import apply_defaults, prune_unknown, validate
+
+ES = ResourceType("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", True,
+                  definition="io.k8s.api.discovery.v1.EndpointSlice")
+POD = ResourceType("", "v1", "pods", "Pod", True, definition="io.k8s.api.core.v1.Pod")
+NS = ResourceType("", "v1", "namespaces", "Namespace", False,
+                  definition="io.k8s.api.core.v1.Namespace")
+CRD = ResourceType(
+    "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False,
+    definition="io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition")
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "spec": {
+            "type": "object",
+            "required": ["selector"],
+            "properties": {
+                "selector": {
+                    "type": "object",
+                    "x-kubernetes-validations": [{
+                        "rule": "has(self.matchLabels) && size(self.matchLabels) > 0 || "
+                                "has(self.matchExpressions) && size(self.matchExpressions) > 0",
+                        "message": "selector must not be empty"}],
+                    "properties": {
+                        "matchLabels": {"type": "object",
+                                        "additionalProperties": {"type": "string"}},
+                        "matchExpressions": {"type": "array", "items": {"type": "object"}},
+                    },
+                },
+                "ports": {
+                    "type": "array", "maxItems": 2,
+                    "x-kubernetes-validations": [
+                        {"rule": "self.all(x, self.exists_one(y, y.name == x.name))",
+                         "message": "port names must be unique"},
+                        {"rule": "self.all(x, quantity(x.name) > 0)"},
+                    ],
+                    "items": {"type": "object", "required": ["targetPort"], "properties": {
+                        "name": {"type": "string", "maxLength": 15,
+                                 "pattern": "^[a-z0-9-]*$"},
+                        "protocol": {"type": "string", "enum": ["TCP", "UDP", "SCTP"],
+                                     "default": "TCP"},
+                        "targetPort": {"x-kubernetes-int-or-string": True,
+                                       "x-kubernetes-validations": [{"rule":
+                                           "type(self) == int ? (self >= 1 && self <= 65535) "
+                                           ": self.matches('^[a-z]+$')"}]},
+                        "weight": {"type": "integer", "minimum": 1, "maximum": 10},
+                        "note": {"type": "string", "nullable": True},
+                    }},
+                },
+                "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+            },
+        },
+        "status": {"type": "object", "properties": {"ready": {"type": "integer"}}},
+    },
+}
+CR = ResourceType("slicectl.io", "v1alpha1", "endpointselectors", "EndpointSelector", True,
+                  schema=SCHEMA)
+
+
+def fields(causes: list[dict[str, str]]) -> list[tuple[str, str]]:
+    return [(c["field"], c["reason"]) for c in causes]
+
+
+def slice_(**overrides: Any) -> dict[str, Any]:
+    obj: dict[str, Any] = {
+        "metadata": {"name": "s-1", "namespace": "ns", "labels": {"app": "x"}},
+        "addressType": "IPv4",
+        "endpoints": [{"addresses": ["10.0.0.1"], "nodeName": "node-1", "hostname": "h"}],
+        "ports": [{"name": "http", "port": 80, "protocol": "TCP", "appProtocol": "http"}],
+    }
+    obj.update(overrides)
+    return obj
+
+
+def test_valid_endpointslice() -> None:
+    assert validate(ES, slice_(), None) == []
+
+
+def test_endpointslice_address_type() -> None:
+    assert fields(validate(ES, slice_(addressType=""), None)) == [("addressType",
+                                                                    "FieldValueRequired")]
+    cause = validate(ES, slice_(addressType="IP"), None)[0]
+    assert cause["reason"] == "FieldValueNotSupported"
+    assert cause["message"] == 'Unsupported value: "IP": supported values: "FQDN", "IPv4", "IPv6"'
+    updated = validate(ES, slice_(addressType="IPv6", endpoints=[]), slice_())
+    assert updated == [{"reason": "FieldValueInvalid", "field": "addressType",
+                        "message": 'Invalid value: "IPv6": field is immutable'}]
+
+
+@pytest.mark.parametrize(("address_type", "address", "message"), [
+    ("IPv4", "1.2.3", "must be a valid IPv4 address"),
+    ("IPv4", "2001:db8::1", "must be a valid IPv4 address"),
+    ("IPv4", "127.0.0.1", "may not be in the loopback range (127.0.0.0/8, ::1/128)"),
+    ("IPv4", "169.254.1.1", "may not be in the link-local range (169.254.0.0/16, fe80::/10)"),
+    ("IPv4", "0.0.0.0", "may not be unspecified (0.0.0.0)"),
+    ("IPv6", "10.0.0.1", "must be a valid IPv6 address"),
+    ("IPv6", "::1", "may not be in the loopback range (127.0.0.0/8, ::1/128)"),
+    ("FQDN", "nodots", "should be a domain with at least two segments separated by dots"),
+])
+def test_endpoint_addresses(address_type: str, address: str, message: str) -> None:
+    obj = slice_(addressType=address_type, endpoints=[{"addresses": [address]}])
+    causes = validate(ES, obj, None)
+    assert {"reason": "FieldValueInvalid", "field": "endpoints[0].addresses[0]",
+            "message": f'Invalid value: "{address}": {message}'} in causes
+
+
+def test_valid_ipv6_and_fqdn_addresses() -> None:
+    assert validate(ES, slice_(addressType="IPv6",
+                               endpoints=[{"addresses": ["2001:DB8:0:0::1"]}]), None) == []
+    assert validate(ES, slice_(addressType="FQDN",
+                               endpoints=[{"addresses": ["a.example.com"]}]), None) == []
+
+
+def test_endpoint_limits_and_fields() -> None:
+    too_many = slice_(endpoints=[{"addresses": ["10.0.0.1"]}] * 1001)
+    assert fields(validate(ES, too_many, None)) == [("endpoints", "FieldValueTooMany")]
+    obj = slice_(endpoints=[{"addresses": []}, {"addresses": ["10.0.0.2"] * 101},
+                            {"addresses": ["10.0.0.3"], "hostname": "Bad_Host",
+                             "nodeName": "Node!"}])
+    got = fields(validate(ES, obj, None))
+    assert ("endpoints[0].addresses", "FieldValueRequired") in got
+    assert ("endpoints[1].addresses", "FieldValueTooMany") in got
+    assert ("endpoints[2].hostname", "FieldValueInvalid") in got
+    assert ("endpoints[2].nodeName", "FieldValueInvalid") in got
+
+
+def test_ports() -> None:
+    ports = [{"name": "http", "protocol": "TCP", "port": 80},
+             {"name": "http", "protocol": "ICMP", "port": 70000},
+             {"name": "Bad_Name", "protocol": "UDP", "appProtocol": "not valid!"}]
+    got = fields(validate(ES, slice_(ports=ports), None))
+    assert got == [("ports[1].name", "FieldValueDuplicate"),
+                   ("ports[1].protocol", "FieldValueNotSupported"),
+                   ("ports[1].port", "FieldValueInvalid"),
+                   ("ports[2].name", "FieldValueInvalid"),
+                   ("ports[2].appProtocol", "FieldValueInvalid")]
+    too_many = [{"name": f"p{i}", "protocol": "TCP", "port": i} for i in range(101)]
+    assert fields(validate(ES, slice_(ports=too_many), None)) == [("ports", "FieldValueTooMany")]
+
+
+def test_endpointslice_defaults_port_protocol() -> None:
+    obj = slice_(ports=[{"port": 80}])
+    apply_defaults(ES, obj)
+    assert obj["ports"] == [{"port": 80, "protocol": "TCP", "name": ""}]
+
+
+def test_object_meta_rules() -> None:
+    bad = slice_(metadata={"name": "Bad_Name", "namespace": "ns",
+                           "labels": {"bad key!": "v", "ok": "bad value!"},
+                           "annotations": {"a": "x" * (256 * 1024)}})
+    got = fields(validate(ES, bad, None))
+    assert got == [("metadata.name", "FieldValueInvalid"),
+                   ("metadata.labels", "FieldValueInvalid"),
+                   ("metadata.labels", "FieldValueInvalid"),
+                   ("metadata.annotations", "FieldValueTooLong")]
+    missing = slice_(metadata={"namespace": "ns"})
+    assert validate(ES, missing, None)[0] == {
+        "reason": "FieldValueRequired", "field": "metadata.name",
+        "message": "Required value: name or generateName is required"}
+    assert validate(ES, slice_(metadata={"generateName": "sel-", "namespace": "ns"}), None) == []
+
+
+def test_namespace_names_are_dns_labels() -> None:
+    assert validate(NS, {"metadata": {"name": "a"}}, None) == []
+    cause = validate(NS, {"metadata": {"name": "a.b"}}, None)[0]
+    assert cause["field"] == "metadata.name"
+    assert "RFC 1123 label" in cause["message"]
+
+
+def test_pod_requires_named_containers() -> None:
+    pod = {"metadata": {"name": "p", "namespace": "a"}, "spec": {"containers": []}}
+    assert fields(validate(POD, pod, None)) == [("spec.containers", "FieldValueRequired")]
+    pod["spec"]["containers"] = [{"image": "x"}]
+    assert fields(validate(POD, pod, None)) == [("spec.containers[0].name",
+                                                  "FieldValueRequired")]
+
+
+def test_builtin_unknown_fields_reported_and_pruned_unless_strict() -> None:
+    pod = {"metadata": {"name": "p", "bogus": 1},
+           "spec": {"containers": [{"name": "c", "image": "i", "nope": True}], "foo": 1}}
+    strict = copy.deepcopy(pod)
+    assert prune_unknown(POD, strict, True) == ["metadata.bogus", "spec.containers[0].nope",
+                                                "spec.foo"]
+    assert strict == pod
+    assert len(prune_unknown(POD, pod, False)) == 3
+    assert "foo" not in pod["spec"]
+
+
+def cr(spec: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": "slicectl.io/v1alpha1", "kind": "EndpointSelector",
+            "metadata": {"name": "e", "namespace": "a"}, "spec": spec}
+
+
+def test_custom_resource_schema_and_cel() -> None:
+    good = cr({"selector": {"matchLabels": {"app": "x"}},
+               "ports": [{"name": "http", "targetPort": "http"}]})
+    apply_defaults(CR, good)
+    assert good["spec"]["ports"][0]["protocol"] == "TCP"
+    assert validate(CR, good, None) == []
+    bad = cr({"selector": {}, "ports": [
+        {"name": "a", "targetPort": 0, "protocol": "ICMP", "weight": 11},
+        {"name": "a", "targetPort": "Bad", "note": None},
+        {"name": "toolongname-abcdefgh", "targetPort": 1.5}]})
+    causes = validate(CR, bad, None)
+    got = fields(causes)
+    assert ("spec.selector", "FieldValueInvalid") in got
+    assert ("spec.ports", "FieldValueTooMany") in got
+    assert ("spec.ports[0].protocol", "FieldValueNotSupported") in got
+    assert ("spec.ports[0].weight", "FieldValueInvalid") in got
+    assert ("spec.ports[0].targetPort", "FieldValueInvalid") in got
+    assert ("spec.ports[1].targetPort", "FieldValueInvalid") in got
+    assert ("spec.ports[2].name", "FieldValueTooLong") in got
+    assert ("spec.ports[2].targetPort", "FieldValueInvalid") in got
+    assert ("spec.ports[1].note", "FieldValueInvalid") not in got
+    messages = {c["message"] for c in causes}
+    assert 'Invalid value: "object": selector must not be empty' in messages
+    assert ("Invalid value: 11: spec.ports[0].weight in body should be less than or equal "
+            "to 10") in messages
+    assert validate(CR, cr({}), None) == [{"reason": "FieldValueRequired",
+                                           "field": "spec.selector",
+                                           "message": "Required value"}]
+    wrong_type = fields(validate(CR, cr({"selector": {"matchLabels": {"a": 1}}}), None))
+    assert wrong_type == [("spec.selector.matchLabels.a", "FieldValueInvalid")]
+
+
+def test_custom_resource_pruning() -> None:
+    obj = cr({"selector": {"matchLabels": {"a": "b"}, "bogus": 1},
+              "extra": {"anything": {"goes": 1}}, "junk": True})
+    obj["metadata"]["notMeta"] = 1
+    assert prune_unknown(CR, obj, False) == ["metadata.notMeta", "spec.selector.bogus",
+                                             "spec.junk"]
+    assert obj["spec"] == {"selector": {"matchLabels": {"a": "b"}},
+                           "extra": {"anything": {"goes": 1}}}
+
+
+def crd(**spec: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "group": "slicectl.io", "scope": "Namespaced",
+        "names": {"plural": "endpointselectors", "singular": "endpointselector",
+                  "kind": "EndpointSelector", "listKind": "EndpointSelectorList",
+                  "shortNames": ["esel"]},
+        "versions": [{"name": "v1alpha1", "served": True, "storage": True,
+                      "schema": {"openAPIV3Schema": SCHEMA}}],
+    }
+    base.update(spec)
+    return {"metadata": {"name": "endpointselectors.slicectl.io"}, "spec": base}
+
+
+def test_crd_validation() -> None:
+    assert validate(CRD, crd(), None) == []
+    two_storage = crd(versions=[
+        {"name": "v1", "served": True, "storage": True,
+         "schema": {"openAPIV3Schema": {"type": "object"}}},
+        {"name": "v2", "served": True, "storage": True,
+         "schema": {"openAPIV3Schema": {"type": "object"}}}])
+    assert ("spec.versions", "FieldValueInvalid") in fields(validate(CRD, two_storage, None))
+    assert ("spec.scope", "FieldValueNotSupported") in fields(
+        validate(CRD, crd(scope="Galaxy"), None))
+    untyped = crd(versions=[{"name": "v1", "served": True, "storage": True, "schema": {
+        "openAPIV3Schema": {"type": "object", "properties": {"spec": {}}}}}])
+    assert fields(validate(CRD, untyped, None)) == [
+        ("spec.versions[0].schema.openAPIV3Schema.properties[spec].type", "FieldValueRequired")]
+    wrong_name = crd()
+    wrong_name["metadata"]["name"] = "other.slicectl.io"
+    assert fields(validate(CRD, wrong_name, None)) == [("metadata.name", "FieldValueInvalid")]
