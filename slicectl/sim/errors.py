@@ -1,0 +1,157 @@
+"""Error responses exactly shaped as kube-apiserver's ``metav1.Status``.
+
+Every failure the embedded server returns is an :class:`ApiError`; its :meth:`ApiError.status`
+is the body the real server sends (``kind: Status``, ``reason``, ``details``, ``code``). The
+constructors below decide the message wording and the ``details`` of each reason, copied from
+``k8s.io/apimachinery/pkg/api/errors`` so clients that parse messages or reasons behave the same.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from slicectl.sim.types import ResourceType
+
+
+class ApiError(Exception):
+    """A failed request: HTTP ``code`` plus the Status ``reason``, ``message`` and ``details``."""
+
+    def __init__(
+        self,
+        code: int,
+        reason: str,
+        message: str,
+        details: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.reason = reason
+        self.message = message
+        self.details = details
+        self.headers = headers or {}
+        self.metadata: dict[str, Any] = {}  # e.g. a fresh continue token on an expired one
+
+    def status(self) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": self.metadata,
+            "status": "Failure",
+            "message": self.message,
+        }
+        if self.reason:
+            body["reason"] = self.reason
+        if self.details:
+            body["details"] = self.details
+        body["code"] = self.code
+        return body
+
+
+def qualified(rt: ResourceType) -> str:
+    """``pods`` or ``endpointslices.discovery.k8s.io``: how messages name a resource."""
+    return f"{rt.plural}.{rt.group}" if rt.group else rt.plural
+
+
+def _details(rt: ResourceType, name: str, kind: str | None = None) -> dict[str, Any]:
+    details: dict[str, Any] = {"name": name} if name else {}
+    if rt.group:
+        details["group"] = rt.group
+    details["kind"] = kind or rt.plural
+    return details
+
+
+def not_found(rt: ResourceType, name: str) -> ApiError:
+    return ApiError(404, "NotFound", f'{qualified(rt)} "{name}" not found', _details(rt, name))
+
+
+def already_exists(rt: ResourceType, name: str) -> ApiError:
+    return ApiError(
+        409, "AlreadyExists", f'{qualified(rt)} "{name}" already exists', _details(rt, name)
+    )
+
+
+def conflict(rt: ResourceType, name: str, why: str) -> ApiError:
+    return ApiError(
+        409,
+        "Conflict",
+        f'Operation cannot be fulfilled on {qualified(rt)} "{name}": {why}',
+        _details(rt, name),
+    )
+
+
+STALE_OBJECT = (
+    "the object has been modified; please apply your changes to the latest version and try again"
+)
+
+
+def invalid(rt: ResourceType, name: str, causes: list[dict[str, Any]]) -> ApiError:
+    """422 listing ``causes`` (``{reason, message, field}``) as ``field: message`` items."""
+    texts = [f"{c['field']}: {c['message']}" if c.get("field") else c["message"] for c in causes]
+    summary = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
+    group_kind = f"{rt.kind}.{rt.group}" if rt.group else rt.kind
+    details = _details(rt, name, kind=rt.kind)
+    details["causes"] = causes
+    return ApiError(422, "Invalid", f'{group_kind} "{name}" is invalid: {summary}', details)
+
+
+def bad_request(message: str) -> ApiError:
+    return ApiError(400, "BadRequest", message)
+
+
+def forbidden(rt: ResourceType, name: str, why: str) -> ApiError:
+    return ApiError(
+        403, "Forbidden", f'{qualified(rt)} "{name}" is forbidden: {why}', _details(rt, name)
+    )
+
+
+def expired(message: str) -> ApiError:
+    return ApiError(410, "Expired", message)
+
+
+def too_old(requested: int, oldest: int) -> ApiError:
+    return expired(f"too old resource version: {requested} ({oldest})")
+
+
+def unauthorized() -> ApiError:
+    return ApiError(401, "Unauthorized", "Unauthorized")
+
+
+def too_many_requests(retry_after: int = 1) -> ApiError:
+    return ApiError(
+        429,
+        "TooManyRequests",
+        "Too many requests, please try again later.",
+        {"retryAfterSeconds": retry_after},
+        {"Retry-After": str(retry_after)},
+    )
+
+
+def internal(why: str) -> ApiError:
+    return ApiError(
+        500,
+        "InternalError",
+        f"Internal error occurred: {why}",
+        {"causes": [{"message": why}]},
+    )
+
+
+def method_not_allowed(rt: ResourceType, verb: str) -> ApiError:
+    return ApiError(
+        405,
+        "MethodNotAllowed",
+        f"{verb} is not supported on resources of kind {qualified(rt)!r}",
+        {"group": rt.group, "kind": rt.plural} if rt.group else {"kind": rt.plural},
+    )
+
+
+def page_not_found() -> ApiError:
+    cause = {"reason": "UnexpectedServerResponse", "message": "404 page not found"}
+    return ApiError(404, "NotFound", "the server could not find the requested resource",
+                    {"causes": [cause]})
+
+
+def unsupported_media_type(content_type: str) -> ApiError:
+    return ApiError(415, "UnsupportedMediaType",
+                    f'the body of the request was in an unknown format - accepted media types '
+                    f'include: application/json, application/yaml; got "{content_type}"')

@@ -1,0 +1,335 @@
+"""The REST verbs on one resource type: get, list, watch, create, update, patch, delete.
+
+Decides the request flow of the generic registry: decode and type-check the body, prune and
+report unknown fields (``fieldValidation`` Strict -> 400, Warn -> a Warning header), apply the
+strategy (:mod:`slicectl.sim.objects`), default, validate (422 with causes), check existence
+and optimistic concurrency (404, 409 AlreadyExists, 409 Conflict), store, and answer with the
+object (201 on create), a Table when the client asks for one, or a success Status where the real
+registry returns one. A write that changes nothing is not stored (no new resourceVersion), as
+etcd3's GuaranteedUpdate skips identical writes. CRD writes also (re)install the served types.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+import yaml
+from aiohttp import web
+
+from slicectl.sim import errors, watch
+from slicectl.sim.lifecycle import Lifecycle
+from slicectl.sim.listing import list_objects, make_filter
+from slicectl.sim.objects import (
+    bump_generation,
+    deep_copy,
+    deletion_done,
+    prepare_create,
+    prepare_update,
+)
+from slicectl.sim.patch import PatchError, apply_patch
+from slicectl.sim.registry import Registry, crd_status
+from slicectl.sim.resources import (
+    CRD_TYPE,
+    allows_create_on_update,
+    allows_unconditional_update,
+    returns_deleted_object,
+)
+from slicectl.sim.storage import Obj, Store
+from slicectl.sim.table import to_table
+from slicectl.sim.types import ResourceType
+from slicectl.sim.validation import apply_defaults, prune_unknown, validate
+
+JSON = "application/json"
+
+
+def json_response(body: Any, status: int = 200,
+                  headers: dict[str, str] | None = None) -> web.Response:
+    return web.Response(body=orjson.dumps(body), status=status, content_type=JSON,
+                        headers=headers)
+
+
+def wants_table(request: web.Request) -> bool:
+    accept = request.headers.get("Accept", "")
+    return "as=Table" in accept and "g=meta.k8s.io" in accept
+
+
+class Api:
+    def __init__(self, store: Store, registry: Registry, lifecycle: Lifecycle,
+                 bookmark_interval: float) -> None:
+        self.store = store
+        self.registry = registry
+        self.lifecycle = lifecycle
+        self.bookmark_interval = bookmark_interval
+
+    # -- reads ------------------------------------------------------------------------------
+
+    def _existing(self, rt: ResourceType, namespace: str, name: str) -> Obj:
+        obj = self.store.get(rt, namespace, name)
+        if obj is None:
+            raise errors.not_found(rt, name)
+        return obj
+
+    def _render(self, rt: ResourceType, obj: Obj) -> Obj:
+        """The stored object as served at ``rt``'s version (custom resources keep one copy)."""
+        if rt.is_custom and obj.get("apiVersion") != rt.group_version:
+            return {**obj, "apiVersion": rt.group_version}
+        return obj
+
+    def _answer(self, request: web.Request, rt: ResourceType, obj: Obj, status: int = 200,
+                headers: dict[str, str] | None = None) -> web.Response:
+        obj = self._render(rt, obj)
+        if wants_table(request):
+            include = request.query.get("includeObject", "Metadata")
+            meta = {"resourceVersion": obj["metadata"].get("resourceVersion", "")}
+            return json_response(to_table(rt, [obj], meta, include), status, headers)
+        return json_response(obj, status, headers)
+
+    def get(self, request: web.Request, rt: ResourceType, namespace: str,
+            name: str) -> web.Response:
+        return self._answer(request, rt, self._existing(rt, namespace, name))
+
+    def list(self, request: web.Request, rt: ResourceType, namespace: str) -> web.Response:
+        query = dict(request.query)
+        items, meta = list_objects(self.store, rt, make_filter(rt, namespace, query), query)
+        items = [self._render(rt, o) for o in items]
+        if wants_table(request):
+            include = query.get("includeObject", "Metadata")
+            return json_response(to_table(rt, items, meta, include))
+        return json_response({"kind": rt.list_kind, "apiVersion": rt.group_version,
+                              "metadata": meta, "items": items})
+
+    async def watch(self, request: web.Request, rt: ResourceType,
+                    namespace: str) -> web.StreamResponse:
+        query = dict(request.query)
+        flt = make_filter(rt, namespace, query)
+        render: Callable[[Obj], dict[str, Any]] | None = None
+        if wants_table(request):
+            include = query.get("includeObject", "Metadata")
+
+            def render(obj: Obj) -> dict[str, Any]:
+                meta = {"resourceVersion": obj["metadata"].get("resourceVersion", "")}
+                return to_table(rt, [self._render(rt, obj)], meta, include)
+
+        watcher, finished = watch.start(self.store, rt, flt, query, render)
+        return await watch.stream(request, self.store, watcher, finished, query,
+                                  self.bookmark_interval)
+
+    # -- writes -----------------------------------------------------------------------------
+
+    async def _body(self, request: web.Request, rt: ResourceType) -> Obj:
+        raw = await request.read()
+        media = request.content_type
+        if "json" not in media and "yaml" not in media:
+            raise errors.unsupported_media_type(media)
+        try:
+            body = yaml.safe_load(raw) if "yaml" in media else orjson.loads(raw)
+        except (orjson.JSONDecodeError, yaml.YAMLError) as exc:
+            raise errors.bad_request(
+                f"couldn't get version/kind; json parse error: {exc}") from exc
+        if not isinstance(body, dict):
+            raise errors.bad_request("couldn't get version/kind; json parse error: "
+                                     "expected an object")
+        self._check_kind(rt, body)
+        return body
+
+    def _check_kind(self, rt: ResourceType, body: Obj) -> None:
+        api_version, kind = body.get("apiVersion"), body.get("kind")
+        if (api_version and api_version != rt.group_version
+                and not (rt.is_custom and str(api_version).startswith(rt.group + "/"))):
+                raise errors.bad_request(
+                    f"the API version in the data ({api_version}) does not match the "
+                    f"expected API version ({rt.group_version})")
+        if kind and kind != rt.kind:
+            raise errors.bad_request(
+                f"the kind in the data ({kind}) does not match the expected kind ({rt.kind})")
+
+    def _admit(self, request: web.Request, rt: ResourceType, obj: Obj, old: Obj | None,
+               headers: dict[str, str]) -> None:
+        """Defaults, unknown-field handling and validation shared by every write."""
+        mode = request.query.get("fieldValidation", "Warn")
+        unknown = prune_unknown(rt, obj, mode == "Strict")
+        if unknown and mode == "Strict":
+            raise errors.bad_request("strict decoding error: " + ", ".join(
+                f'unknown field "{path}"' for path in unknown))
+        if unknown and mode == "Warn":
+            headers["Warning"] = ", ".join(f'299 - "unknown field \\"{p}\\""' for p in unknown)
+        apply_defaults(rt, obj)
+        causes = validate(rt, obj, old)
+        if causes:
+            raise errors.invalid(rt, obj["metadata"].get("name", ""), causes)
+
+    def _check_namespace(self, rt: ResourceType, namespace: str, name: str) -> None:
+        if not rt.namespaced:
+            return
+        ns_type = self.registry.lookup("", "v1", "namespaces")
+        assert ns_type is not None
+        ns = self.store.get(ns_type, "", namespace)
+        if ns is None:
+            raise errors.not_found(ns_type, namespace)
+        if ns["metadata"].get("deletionTimestamp"):
+            why = (f"unable to create new content in namespace {namespace} because it is "
+                   "being terminated")
+            err = errors.forbidden(rt, name, why)
+            assert err.details is not None
+            err.details["causes"] = [{"reason": "NamespaceTerminating", "message": why,
+                                      "field": "metadata.namespace"}]
+            raise err
+
+    async def create(self, request: web.Request, rt: ResourceType,
+                     namespace: str) -> web.Response:
+        body = await self._body(request, rt)
+        body_ns = (body.get("metadata") or {}).get("namespace") if isinstance(
+            body.get("metadata"), dict) else None
+        if rt.namespaced and body_ns and body_ns != namespace:
+            raise errors.bad_request("the namespace of the provided object does not match "
+                                     "the namespace sent on the request")
+        return self._create(request, rt, namespace, body)
+
+    def _create(self, request: web.Request, rt: ResourceType, namespace: str,
+                body: Obj) -> web.Response:
+        headers: dict[str, str] = {}
+        prepare_create(rt, body, namespace)
+        name = body["metadata"]["name"]
+        self._admit(request, rt, body, None, headers)
+        self._check_namespace(rt, namespace, name)
+        if self.store.get(rt, namespace, name) is not None:
+            raise errors.already_exists(rt, name)
+        if rt is CRD_TYPE:
+            body["status"] = crd_status(body)
+        if request.query.get("dryRun") == "All":
+            return self._answer(request, rt, body, 201, headers)
+        stored = self.store.put(rt, body)
+        if rt is CRD_TYPE:
+            self._crd_changed(stored)
+        return self._answer(request, rt, stored, 201, headers)
+
+    async def update(self, request: web.Request, rt: ResourceType, namespace: str, name: str,
+                     subresource: str) -> web.Response:
+        body = await self._body(request, rt)
+        meta = body.get("metadata")
+        if not isinstance(meta, dict) or meta.get("name") != name:
+            raise errors.bad_request(
+                f"the name of the object ({(meta or {}).get('name', '')}) does not match the "
+                f"name on the URL ({name})")
+        old = self.store.get(rt, namespace, name)
+        if old is None:
+            if allows_create_on_update(rt) and not subresource:
+                return self._create(request, rt, namespace, body)
+            raise errors.not_found(rt, name)
+        rv = meta.get("resourceVersion")
+        if not rv and not allows_unconditional_update(rt):
+            raise errors.invalid(rt, name, [{
+                "reason": "FieldValueInvalid", "field": "metadata.resourceVersion",
+                "message": "Invalid value: 0x0: must be specified for an update"}])
+        return self._write(request, rt, old, body, subresource)
+
+    async def patch(self, request: web.Request, rt: ResourceType, namespace: str, name: str,
+                    subresource: str) -> web.Response:
+        raw = await request.read()
+        old = self._existing(rt, namespace, name)
+        try:
+            patched = apply_patch(deep_copy(old), raw, request.headers.get("Content-Type", ""),
+                                  rt)
+        except PatchError as exc:
+            raise errors.ApiError(exc.code, exc.reason, exc.message) from exc
+        self._check_kind(rt, patched)
+        meta = patched.get("metadata")
+        if not isinstance(meta, dict):
+            raise errors.bad_request("metadata must be an object")
+        meta["name"] = name
+        if not meta.get("resourceVersion"):
+            meta["resourceVersion"] = old["metadata"]["resourceVersion"]
+        return self._write(request, rt, old, patched, subresource)
+
+    def _write(self, request: web.Request, rt: ResourceType, old: Obj, new: Obj,
+               subresource: str) -> web.Response:
+        name = old["metadata"]["name"]
+        rv = new["metadata"].get("resourceVersion")
+        if rv and rv != old["metadata"]["resourceVersion"]:
+            raise errors.conflict(rt, name, errors.STALE_OBJECT)
+        headers: dict[str, str] = {}
+        result = prepare_update(rt, old, new, subresource)
+        if rt is CRD_TYPE and not subresource:
+            result["status"] = crd_status(result)
+        self._admit(request, rt, result, old, headers)
+        bump_generation(rt, old, result)
+        result["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
+        if request.query.get("dryRun") == "All" or result == old:
+            return self._answer(request, rt, old if result == old else result, 200, headers)
+        if deletion_done(result):
+            return self._answer(request, rt, self.store.remove(rt, old), 200, headers)
+        stored = self.store.put(rt, result)
+        if rt is CRD_TYPE:
+            self._crd_changed(stored)
+        return self._answer(request, rt, stored, 200, headers)
+
+    def _crd_changed(self, crd: Obj) -> None:
+        for rt in self.registry.install_crd(crd):
+            self.store.drop_bucket(rt)
+
+    # -- deletes ----------------------------------------------------------------------------
+
+    async def _delete_options(self, request: web.Request) -> dict[str, Any]:
+        raw = await request.read()
+        options: dict[str, Any] = {}
+        if raw.strip():
+            try:
+                options = orjson.loads(raw)
+            except orjson.JSONDecodeError as exc:
+                raise errors.bad_request(f"invalid DeleteOptions: {exc}") from exc
+            if not isinstance(options, dict):
+                raise errors.bad_request("invalid DeleteOptions: expected an object")
+        query = request.query
+        if "propagationPolicy" in query:
+            options["propagationPolicy"] = query["propagationPolicy"]
+        if "gracePeriodSeconds" in query:
+            options["gracePeriodSeconds"] = int(query["gracePeriodSeconds"])
+        if "orphanDependents" in query:
+            options["orphanDependents"] = query["orphanDependents"] == "true"
+        return options
+
+    def _delete_one(self, rt: ResourceType, obj: Obj, options: dict[str, Any]) -> tuple[Obj, bool]:
+        if rt is CRD_TYPE:
+            self._drop_custom_objects(obj)
+        result, gone = self.lifecycle.delete(rt, obj, options)
+        if rt is CRD_TYPE and gone:
+            self.registry.remove_crd(obj["metadata"]["name"])
+        return result, gone
+
+    def _drop_custom_objects(self, crd: Obj) -> None:
+        types = self.registry.crd_types.get(crd["metadata"]["name"], [])
+        if types:
+            rt = types[0]
+            for obj in list(self.store.bucket(rt).objects.values()):
+                self.store.remove(rt, obj)
+            self.store.drop_bucket(rt)
+
+    async def delete(self, request: web.Request, rt: ResourceType, namespace: str,
+                     name: str) -> web.Response:
+        options = await self._delete_options(request)
+        obj = self._existing(rt, namespace, name)
+        if request.query.get("dryRun") == "All":
+            return self._answer(request, rt, obj)
+        result, gone = self._delete_one(rt, obj, options)
+        if gone and not returns_deleted_object(rt):
+            details: dict[str, Any] = {"name": name}
+            if rt.group:
+                details["group"] = rt.group
+            details.update(kind=rt.plural, uid=obj["metadata"]["uid"])
+            return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {},
+                                  "status": "Success", "details": details})
+        return self._answer(request, rt, result)
+
+    async def delete_collection(self, request: web.Request, rt: ResourceType,
+                                namespace: str) -> web.Response:
+        options = await self._delete_options(request)
+        query = dict(request.query)
+        query.pop("limit", None)
+        query.pop("continue", None)
+        items, meta = list_objects(self.store, rt, make_filter(rt, namespace, query), query)
+        deleted = [self._delete_one(rt, obj, options)[0] for obj in items]
+        meta["resourceVersion"] = str(self.store.rv)
+        return json_response({"kind": rt.list_kind, "apiVersion": rt.group_version,
+                              "metadata": meta, "items": deleted})

@@ -1,0 +1,246 @@
+"""Deletion as kube-apiserver plus the garbage collector and namespace controller do it.
+
+Decides what a DELETE does: preconditions (uid, resourceVersion: 409 Conflict), graceful
+deletion of scheduled pods (deletionTimestamp now, object removed when the grace period ends, as
+the kubelet would confirm), finalizers (the object stays with a deletionTimestamp until its
+finalizers are empty), the propagation policies (Background: dependents deleted after the owner;
+Orphan: the ``orphan`` finalizer while ownerReferences are stripped; Foreground: the
+``foregroundDeletion`` finalizer until the dependents are gone), dependents whose owners do not
+exist (deleted, or the dangling reference removed when another owner lives), and namespace
+termination (phase Terminating, contents deleted, then the ``kubernetes`` finalizer removed).
+Background work runs on the event loop right after the request that caused it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from slicectl.sim import errors
+from slicectl.sim.objects import deletion_done, now_timestamp
+from slicectl.sim.registry import Registry
+from slicectl.sim.resources import NAMESPACE_TYPE
+from slicectl.sim.storage import Event, Obj, StorageKey, Store, owner_uids
+from slicectl.sim.types import ResourceType
+
+ORPHAN = "orphan"
+FOREGROUND = "foregroundDeletion"
+NAMESPACE_POLL = 0.05
+
+
+class Lifecycle:
+    def __init__(self, store: Store, registry: Registry) -> None:
+        self.store = store
+        self.registry = registry
+        self.max_pod_grace_seconds: float | None = None
+        self.tasks: set[asyncio.Task[None]] = set()
+        store.hooks.append(self._on_event)
+
+    # -- DELETE -----------------------------------------------------------------------------
+
+    def delete(self, rt: ResourceType, obj: Obj, options: dict[str, Any]) -> tuple[Obj, bool]:
+        """Delete or start deleting ``obj``: the resulting object, and whether it is gone."""
+        meta = obj["metadata"]
+        pre = options.get("preconditions") or {}
+        if pre.get("uid") and pre["uid"] != meta.get("uid"):
+            raise errors.conflict(rt, meta["name"], (
+                f"Precondition failed: UID in precondition: {pre['uid']}, "
+                f"UID in object meta: {meta.get('uid')}"))
+        if pre.get("resourceVersion") and pre["resourceVersion"] != meta.get("resourceVersion"):
+            raise errors.conflict(rt, meta["name"], (
+                "Precondition failed: ResourceVersion in precondition: "
+                f"{pre['resourceVersion']}, ResourceVersion in object meta: "
+                f"{meta.get('resourceVersion')}"))
+        policy = options.get("propagationPolicy")
+        if policy is None and options.get("orphanDependents") is not None:
+            policy = "Orphan" if options["orphanDependents"] else "Background"
+        if policy not in (None, "Orphan", "Background", "Foreground"):
+            raise errors.invalid(rt, meta["name"], [{
+                "reason": "FieldValueNotSupported", "field": "propagationPolicy",
+                "message": f'Unsupported value: "{policy}": supported values: "Foreground", '
+                           '"Background", "Orphan", "nil"'}])
+        if meta.get("deletionTimestamp"):
+            if options.get("gracePeriodSeconds") == 0 and meta.get("deletionGracePeriodSeconds"):
+                return self.finish_grace(rt, obj)
+            return obj, False
+        finalizers = list(meta.get("finalizers") or [])
+        has_dependents = bool(self.store.dependents.get(meta["uid"]))
+        if policy == "Orphan" and has_dependents and ORPHAN not in finalizers:
+            finalizers.append(ORPHAN)
+        if policy == "Foreground" and has_dependents and FOREGROUND not in finalizers:
+            finalizers.append(FOREGROUND)
+        grace = self._pod_grace(rt, obj, options)
+        if rt is NAMESPACE_TYPE or (rt.group, rt.plural) == ("", "namespaces"):
+            return self._terminate_namespace(rt, obj), False
+        if not finalizers and not grace:
+            gone = self.store.remove(rt, obj)
+            return gone, True
+        marked = {**obj, "metadata": {**meta, "finalizers": finalizers,
+                                      "deletionTimestamp": now_timestamp(),
+                                      "deletionGracePeriodSeconds": grace}}
+        if not finalizers:
+            del marked["metadata"]["finalizers"]
+        self.store.put(rt, marked)
+        uid = meta["uid"]
+        if ORPHAN in finalizers or FOREGROUND in finalizers:
+            self._soon(self._process_owner, uid)
+        if grace:
+            loop = asyncio.get_running_loop()
+            loop.call_later(grace, self._grace_over, rt, uid)
+        return marked, False
+
+    def _pod_grace(self, rt: ResourceType, obj: Obj, options: dict[str, Any]) -> int:
+        if (rt.group, rt.plural) != ("", "pods"):
+            return 0
+        spec = obj.get("spec") or {}
+        phase = (obj.get("status") or {}).get("phase")
+        if not spec.get("nodeName") or phase in ("Succeeded", "Failed"):
+            return 0
+        grace = options.get("gracePeriodSeconds")
+        if grace is None:
+            grace = spec.get("terminationGracePeriodSeconds", 30)
+        grace = max(int(grace), 0)
+        if self.max_pod_grace_seconds is not None:
+            grace = min(grace, int(self.max_pod_grace_seconds))
+        return grace
+
+    def _grace_over(self, rt: ResourceType, uid: str) -> None:
+        found = self.store.by_uid(uid)
+        if found is not None and found[1]["metadata"].get("deletionGracePeriodSeconds"):
+            self.finish_grace(rt, found[1])
+
+    def finish_grace(self, rt: ResourceType, obj: Obj) -> tuple[Obj, bool]:
+        done = {**obj, "metadata": {**obj["metadata"], "deletionGracePeriodSeconds": 0}}
+        if deletion_done(done):
+            return self.store.remove(rt, obj), True
+        return self.store.put(rt, done), False
+
+    # -- garbage collection -----------------------------------------------------------------
+
+    def _soon(self, fn: Any, *args: Any) -> None:
+        asyncio.get_running_loop().call_soon(fn, *args)
+
+    def _on_event(self, skey: StorageKey, event: Event) -> None:
+        if event.type == "DELETED":
+            uid = event.obj["metadata"]["uid"]
+            if uid in self.store.dependents:
+                self._soon(self._collect_dependents, uid)
+            for owner in owner_uids(event.obj):
+                self._soon(self._process_owner, owner)
+        elif event.type == "ADDED" and owner_uids(event.obj):
+            self._soon(self._check_owners, skey, event.obj["metadata"]["uid"])
+
+    def _rt(self, skey: StorageKey) -> ResourceType | None:
+        return self.registry.by_storage.get(skey)
+
+    def _dependents(self, uid: str) -> list[tuple[ResourceType, Obj]]:
+        found: list[tuple[ResourceType, Obj]] = []
+        for skey, key in list(self.store.dependents.get(uid, ())):
+            rt = self._rt(skey)
+            obj = self.store.buckets[skey].objects.get(key) if rt else None
+            if rt is not None and obj is not None:
+                found.append((rt, obj))
+        return found
+
+    def _collect_dependents(self, uid: str) -> None:
+        """The owner ``uid`` is gone: delete dependents with no other owner, else unlink it."""
+        for rt, dep in self._dependents(uid):
+            self._check_owners(None, dep["metadata"]["uid"], rt)
+
+    def _check_owners(self, skey: StorageKey | None, uid: str,
+                      rt: ResourceType | None = None) -> None:
+        found = self.store.by_uid(uid)
+        if found is None:
+            return
+        skey, obj = found
+        rt = rt or self._rt(skey)
+        if rt is None:
+            return
+        refs = obj["metadata"].get("ownerReferences") or []
+        alive = [r for r in refs if self.store.by_uid(str(r.get("uid"))) is not None]
+        if len(alive) == len(refs):
+            return
+        if alive:
+            self.store.put(rt, {**obj, "metadata": {**obj["metadata"], "ownerReferences": alive}})
+        elif not obj["metadata"].get("deletionTimestamp"):
+            self.delete(rt, obj, {"propagationPolicy": "Background"})
+
+    def _process_owner(self, uid: str) -> None:
+        """Drive the orphan / foregroundDeletion finalizer of a deleting owner."""
+        found = self.store.by_uid(uid)
+        if found is None:
+            return
+        skey, owner = found
+        rt = self._rt(skey)
+        meta = owner["metadata"]
+        finalizers = list(meta.get("finalizers") or [])
+        if rt is None or not meta.get("deletionTimestamp"):
+            return
+        if ORPHAN in finalizers:
+            for dep_rt, dep in self._dependents(uid):
+                refs = [r for r in dep["metadata"].get("ownerReferences") or []
+                        if r.get("uid") != uid]
+                dep_meta = {**dep["metadata"], "ownerReferences": refs}
+                if not refs:
+                    del dep_meta["ownerReferences"]
+                self.store.put(dep_rt, {**dep, "metadata": dep_meta})
+            finalizers.remove(ORPHAN)
+        elif FOREGROUND in finalizers:
+            dependents = self._dependents(uid)
+            for dep_rt, dep in dependents:
+                if not dep["metadata"].get("deletionTimestamp"):
+                    self.delete(dep_rt, dep, {"propagationPolicy": "Foreground"})
+            if self._dependents(uid):
+                return
+            finalizers.remove(FOREGROUND)
+        else:
+            return
+        self.update_finalizers(rt, owner, finalizers)
+
+    def update_finalizers(self, rt: ResourceType, obj: Obj, finalizers: list[str]) -> None:
+        meta = {**obj["metadata"], "finalizers": finalizers}
+        if not finalizers:
+            del meta["finalizers"]
+        updated = {**obj, "metadata": meta}
+        if deletion_done(updated):
+            self.store.remove(rt, obj)
+        else:
+            self.store.put(rt, updated)
+
+    # -- namespaces -------------------------------------------------------------------------
+
+    def _terminate_namespace(self, rt: ResourceType, ns: Obj) -> Obj:
+        marked = {**ns, "metadata": {**ns["metadata"], "deletionTimestamp": now_timestamp(),
+                                     "deletionGracePeriodSeconds": 0},
+                  "status": {**(ns.get("status") or {}), "phase": "Terminating"}}
+        self.store.put(rt, marked)
+        task = asyncio.get_running_loop().create_task(self._drain_namespace(rt, ns["metadata"]))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+        return marked
+
+    async def _drain_namespace(self, rt: ResourceType, meta: dict[str, Any]) -> None:
+        name = meta["name"]
+        while True:
+            remaining = list(self.store.iter_namespace(name))
+            if not remaining:
+                break
+            for skey, obj in remaining:
+                obj_rt = self._rt(skey)
+                if obj_rt is not None and not obj["metadata"].get("deletionTimestamp"):
+                    self.delete(obj_rt, obj, {"propagationPolicy": "Background"})
+            await asyncio.sleep(NAMESPACE_POLL)
+        found = self.store.by_uid(meta["uid"])
+        if found is None:
+            return
+        ns = found[1]
+        spec = {**(ns.get("spec") or {}), "finalizers": [
+            f for f in (ns.get("spec") or {}).get("finalizers") or [] if f != "kubernetes"]}
+        ns = self.store.put(rt, {**ns, "metadata": dict(ns["metadata"]), "spec": spec})
+        if not spec["finalizers"] and not ns["metadata"].get("finalizers"):
+            self.store.remove(rt, ns)
+
+    async def close(self) -> None:
+        for task in list(self.tasks):
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)

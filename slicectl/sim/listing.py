@@ -1,0 +1,205 @@
+"""LIST semantics: label and field selectors, resourceVersion matching, limit/continue paging.
+
+Decides which objects a list or watch returns (:class:`Filter`, shared by both), at which
+resourceVersion a list is served (unset/"0"/NotOlderThan: now; Exact or a continue token: the
+state rebuilt from history, 410 Expired past it), and how pages are cut: keys in etcd order, an
+opaque continue token carrying the list's resourceVersion and the next start key, encoded as the
+real server encodes it.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from slicectl.model.selector import Selector, SelectorError, parse_selector_string
+from slicectl.sim import errors
+from slicectl.sim.resources import field_selectors
+from slicectl.sim.storage import Obj, Store
+from slicectl.sim.types import ResourceType
+
+CONTINUE_EXPIRED = (
+    "The provided continue parameter is too old to display a consistent list result. You can "
+    "start a new list without the continue parameter, or use the continue token in this response "
+    "to retrieve the remainder of the results. Continuing with the provided token results in an "
+    "inconsistent list - objects that were created, modified, or deleted between the time the "
+    "first chunk was returned and now may show up in the list."
+)
+
+
+def field_value(obj: Obj, path: str) -> str:
+    value: Any = obj
+    for part in path.split("."):
+        if not isinstance(value, dict):
+            return ""
+        value = value.get(part)
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+FieldTerm = tuple[str, bool, str]  # (path, equal?, value)
+
+
+def parse_field_selector(rt: ResourceType, text: str) -> tuple[FieldTerm, ...]:
+    allowed = field_selectors(rt)
+    terms: list[FieldTerm] = []
+    for raw in text.split(","):
+        term = raw.strip()
+        if not term:
+            continue
+        op = next((o for o in ("!=", "==", "=") if o in term), "")
+        if not op:
+            raise errors.bad_request(f"invalid selector: '{text}'; can't understand '{term}'")
+        path, _, value = term.partition(op)
+        equal = op != "!="
+        path = path.strip()
+        if path not in allowed:
+            raise errors.bad_request(f'field label not supported: {path}')
+        terms.append((path, equal, value.strip()))
+    return tuple(terms)
+
+
+@dataclass(frozen=True, slots=True)
+class Filter:
+    """Which objects a list or watch selects: namespace, labels, fields."""
+
+    namespace: str = ""
+    labels: Selector = field(default_factory=Selector)
+    fields: tuple[FieldTerm, ...] = ()
+
+    @property
+    def trivial(self) -> bool:
+        return self.labels.empty and not self.fields
+
+    def matches(self, obj: Obj) -> bool:
+        meta = obj["metadata"]
+        if self.namespace and meta.get("namespace") != self.namespace:
+            return False
+        if not self.labels.empty and not self.labels.matches(meta.get("labels") or {}):
+            return False
+        return all((field_value(obj, path) == value) == equal
+                   for path, equal, value in self.fields)
+
+
+def make_filter(rt: ResourceType, namespace: str, query: dict[str, str]) -> Filter:
+    try:
+        labels = parse_selector_string(query.get("labelSelector", ""))
+    except SelectorError as exc:
+        raise errors.bad_request(f"unable to parse requirement: {exc}") from exc
+    fields = parse_field_selector(rt, query.get("fieldSelector", ""))
+    return Filter(namespace, labels, fields)
+
+
+def encode_continue(rv: int, start: str) -> str:
+    raw = orjson.dumps({"v": "meta.k8s.io/v1", "rv": rv, "start": start})
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+
+def decode_continue(token: str) -> tuple[int, str]:
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        data = orjson.loads(raw)
+        if data.get("v") != "meta.k8s.io/v1":
+            raise ValueError("version")
+        return int(data["rv"]), str(data["start"])
+    except (binascii.Error, ValueError, KeyError, TypeError, orjson.JSONDecodeError) as exc:
+        raise errors.bad_request(f"continue key is not valid: {exc}") from exc
+
+
+def _parse_rv(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError as exc:
+        raise errors.bad_request(f"invalid resource version: {text!r}") from exc
+    if value < 0:
+        raise errors.bad_request(f"invalid resource version: {text!r}")
+    return value
+
+
+def snapshot_rv(store: Store, rt: ResourceType, query: dict[str, str]) -> tuple[int, str]:
+    """The resourceVersion a list is served at, and the continue start key (\"\" = beginning)."""
+    rv_text = query.get("resourceVersion", "")
+    match = query.get("resourceVersionMatch", "")
+    token = query.get("continue", "")
+    if token:
+        if rv_text and rv_text != "0":
+            raise errors.bad_request(
+                "specifying resource version is not allowed when using continue")
+        rv, start = decode_continue(token)
+        if rv <= 0:
+            return store.rv, start
+        bucket = store.bucket(rt)
+        if rv < bucket.oldest - 1:
+            err = errors.expired(CONTINUE_EXPIRED)
+            err.metadata = {"continue": encode_continue(-1, start)}
+            raise err
+        return rv, start
+    if match and not rv_text:
+        raise errors.bad_request(
+            "resourceVersionMatch is forbidden unless resourceVersion is provided")
+    if match not in ("", "NotOlderThan", "Exact"):
+        raise errors.bad_request(f"invalid resourceVersionMatch: {match!r}")
+    if not rv_text or rv_text == "0":
+        if match == "Exact":
+            raise errors.bad_request(
+                'resourceVersionMatch "Exact" is forbidden for resourceVersion "0"')
+        return store.rv, ""
+    rv = _parse_rv(rv_text)
+    if rv > store.rv:
+        raise errors.ApiError(
+            504, "Timeout", f"Too large resource version: {rv}, current: {store.rv}",
+            {"causes": [{"reason": "ResourceVersionTooLarge",
+                         "message": "Too large resource version"}], "retryAfterSeconds": 1})
+    exact = match == "Exact" or (not match and "limit" in query)
+    if exact:
+        if rv < store.bucket(rt).oldest - 1:
+            raise errors.expired("The resourceVersion for the provided list is too old.")
+        return rv, ""
+    return store.rv, ""
+
+
+def list_objects(store: Store, rt: ResourceType, flt: Filter,
+                 query: dict[str, str]) -> tuple[list[Obj], dict[str, Any]]:
+    """The selected objects of one page and the list ``metadata``."""
+    rv, start = snapshot_rv(store, rt, query)
+    state = store.objects_at(rt, rv)
+    limit_text = query.get("limit", "")
+    try:
+        limit = int(limit_text) if limit_text else 0
+    except ValueError as exc:
+        raise errors.bad_request(f"invalid limit: {limit_text!r}") from exc
+    keys = sorted(state)
+    prefix = flt.namespace + "/" if flt.namespace and rt.namespaced else ""
+    matches: Callable[[Obj], bool] = flt.matches
+    items: list[Obj] = []
+    meta: dict[str, Any] = {"resourceVersion": str(rv)}
+    remaining = 0
+    last_key = ""
+    for key in keys:
+        if prefix and not key.startswith(prefix):
+            continue
+        if start and key < start:
+            continue
+        obj = state[key]
+        if not matches(obj):
+            continue
+        if limit and len(items) >= limit:
+            remaining += 1
+            if not flt.trivial:
+                break
+            continue
+        items.append(obj)
+        last_key = key
+    if remaining:
+        meta["continue"] = encode_continue(rv, last_key + "\x00")
+        if flt.trivial:
+            meta["remainingItemCount"] = remaining
+    return items, meta

@@ -1,0 +1,157 @@
+"""What the registry strategies do to an object on create and update.
+
+Decides the server-owned metadata (name from generateName with the real 5-character suffix
+alphabet, uid, creationTimestamp, generation), which part of an object a write may change (main
+resource writes keep the old status of types with a status subresource; /status writes keep
+everything but status; namespace finalizers change only through /finalize), when generation is
+bumped (per :func:`slicectl.sim.resources.generation_policy`), and the status a new pod,
+service or namespace starts with.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+from slicectl.sim import errors
+from slicectl.sim.resources import generation_policy, resets_status_on_create
+from slicectl.sim.storage import Obj
+from slicectl.sim.types import ResourceType
+
+NAME_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+_SERVER_META = ("uid", "creationTimestamp", "generation", "deletionTimestamp",
+                "deletionGracePeriodSeconds", "namespace", "name", "selfLink")
+
+
+def now_timestamp() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def deep_copy(obj: Obj) -> Obj:
+    copied: Obj = orjson.loads(orjson.dumps(obj))
+    return copied
+
+
+def generated_name(prefix: str) -> str:
+    return prefix + "".join(random.choices(NAME_SUFFIX_ALPHABET, k=5))
+
+
+def metadata_of(rt: ResourceType, obj: Any) -> dict[str, Any]:
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    if meta is None:
+        meta = obj["metadata"] = {}
+    if not isinstance(meta, dict):
+        raise errors.bad_request(f"{rt.kind} in version \"{rt.version}\" cannot be handled as a "
+                                 f"{rt.kind}: metadata must be an object")
+    return meta
+
+
+def prepare_create(rt: ResourceType, obj: Obj, namespace: str) -> None:
+    meta = metadata_of(rt, obj)
+    if not meta.get("name") and meta.get("generateName"):
+        meta["name"] = generated_name(str(meta["generateName"]))
+    if not meta.get("name"):
+        raise errors.invalid(rt, "", [{
+            "reason": "FieldValueRequired", "field": "metadata.name",
+            "message": "Required value: name or generateName is required"}])
+    if rt.namespaced:
+        meta["namespace"] = namespace
+    else:
+        meta.pop("namespace", None)
+    for key in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink",
+                "managedFields"):
+        meta.pop(key, None)
+    meta["uid"] = str(uuid.uuid4())
+    meta["creationTimestamp"] = now_timestamp()
+    if generation_policy(rt):
+        meta["generation"] = 1
+    else:
+        meta.pop("generation", None)
+    obj["apiVersion"] = rt.group_version
+    obj["kind"] = rt.kind
+    if resets_status_on_create(rt):
+        obj.pop("status", None)
+    if rt.group == "" and rt.plural == "pods":
+        obj["status"] = {"phase": "Pending", "qosClass": _qos_class(obj)}
+    elif rt.group == "" and rt.plural == "namespaces":
+        obj["spec"] = {"finalizers": ["kubernetes"]}
+        obj["status"] = {"phase": "Active"}
+
+
+def _qos_class(pod: Obj) -> str:
+    containers = (pod.get("spec") or {}).get("containers") or []
+    requests_seen = False
+    guaranteed = True
+    for c in containers:
+        res = c.get("resources") or {} if isinstance(c, dict) else {}
+        limits, requests = res.get("limits") or {}, res.get("requests") or {}
+        if limits or requests:
+            requests_seen = True
+        for name in ("cpu", "memory"):
+            if name not in limits or requests.get(name, limits[name]) != limits[name]:
+                guaranteed = False
+    if not requests_seen:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed else "Burstable"
+
+
+def prepare_update(rt: ResourceType, old: Obj, new: Obj, subresource: str) -> Obj:
+    """The object to store for a write of ``new`` over ``old`` (``new`` may be changed)."""
+    old_meta = old["metadata"]
+    if subresource == "status":
+        result = {**old, "metadata": dict(old_meta)}
+        if "status" in new:
+            result["status"] = new["status"]
+        else:
+            result.pop("status", None)
+        return result
+    if subresource == "finalize":
+        spec = dict(old.get("spec") or {})
+        spec["finalizers"] = (new.get("spec") or {}).get("finalizers") or []
+        return {**old, "metadata": dict(old_meta), "spec": spec}
+    meta = metadata_of(rt, new)
+    for key in _SERVER_META:
+        if key in old_meta:
+            meta[key] = old_meta[key]
+        else:
+            meta.pop(key, None)
+    meta.pop("managedFields", None)
+    new["apiVersion"] = rt.group_version
+    new["kind"] = rt.kind
+    if "status" in rt.subresources:
+        if "status" in old:
+            new["status"] = old["status"]
+        else:
+            new.pop("status", None)
+    if rt.group == "" and rt.plural == "namespaces":
+        new["spec"] = old.get("spec") or {}
+    return new
+
+
+def bump_generation(rt: ResourceType, old: Obj, new: Obj) -> None:
+    policy = generation_policy(rt)
+    if not policy:
+        return
+    meta = new["metadata"]
+    generation = old["metadata"].get("generation", 1)
+    if policy == "spec":
+        changed = old.get("spec") != new.get("spec")
+    else:
+        ignored = ("metadata", "status") if policy == "non-metadata-status" else ("metadata",)
+        changed = ({k: v for k, v in old.items() if k not in ignored}
+                   != {k: v for k, v in new.items() if k not in ignored})
+        if policy == "endpointslice":
+            changed = changed or (old["metadata"].get("labels") or {}) != (
+                meta.get("labels") or {})
+    meta["generation"] = generation + 1 if changed else generation
+
+
+def deletion_done(obj: Obj) -> bool:
+    """An object marked for deletion whose finalizers and grace period are all through."""
+    meta = obj["metadata"]
+    return bool(meta.get("deletionTimestamp")) and not meta.get("finalizers") and not meta.get(
+        "deletionGracePeriodSeconds")

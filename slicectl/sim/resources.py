@@ -1,0 +1,119 @@
+"""The built-in resource types the embedded server serves, and how each behaves on writes.
+
+One :class:`ResourceType` per served group/version/resource; behaviour the real registry
+strategies decide per type lives in ``extra`` (read through the helpers below) so storage,
+handlers and garbage collection consult one table:
+
+- ``generation``: when ``metadata.generation`` exists and what bumps it
+  (``"spec"``, ``"non-metadata"``, ``"non-metadata-status"``, ``"endpointslice"``);
+- ``reset_status_on_create``: the strategy wipes ``status`` on create (pods, services, CRs);
+- ``return_deleted_object``: DELETE answers with the object rather than a success Status;
+- ``create_on_update``: PUT of a missing object creates it (leases, events);
+- ``unconditional_update``: PUT without ``metadata.resourceVersion`` is allowed;
+- ``field_selectors``: the field labels a list/watch may select on besides metadata.*.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from slicectl.sim.types import ResourceType
+
+_POD_FIELDS = (
+    "spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
+    "spec.hostNetwork", "status.phase", "status.podIP", "status.nominatedNodeName",
+)
+_EVENT_FIELDS = (
+    "involvedObject.kind", "involvedObject.namespace", "involvedObject.name",
+    "involvedObject.uid", "involvedObject.apiVersion", "involvedObject.resourceVersion",
+    "involvedObject.fieldPath", "reason", "reportingComponent", "source", "type",
+)
+_EVENTS_V1_FIELDS = (
+    "regarding.kind", "regarding.namespace", "regarding.name", "regarding.uid",
+    "regarding.apiVersion", "regarding.resourceVersion", "regarding.fieldPath", "reason",
+    "reportingController", "type",
+)
+
+
+def _rt(group: str, plural: str, kind: str, namespaced: bool, definition: str,
+        **kwargs: Any) -> ResourceType:
+    extra = kwargs.pop("extra", {})
+    return ResourceType(
+        group=group, version="v1", plural=plural, kind=kind, namespaced=namespaced,
+        singular=kind.lower(), definition=definition, extra=extra, **kwargs,
+    )
+
+
+BUILTINS: tuple[ResourceType, ...] = (
+    _rt("", "namespaces", "Namespace", False, "io.k8s.api.core.v1.Namespace",
+        short_names=("ns",), subresources=frozenset({"status", "finalize"}),
+        verbs=("create", "delete", "get", "list", "patch", "update", "watch"),
+        extra={"return_deleted_object": True, "unconditional_update": True,
+               "field_selectors": ("status.phase",)}),
+    _rt("", "pods", "Pod", True, "io.k8s.api.core.v1.Pod", short_names=("po",),
+        subresources=frozenset({"status"}), categories=("all",),
+        extra={"reset_status_on_create": True, "return_deleted_object": True,
+               "unconditional_update": True, "field_selectors": _POD_FIELDS}),
+    _rt("", "nodes", "Node", False, "io.k8s.api.core.v1.Node", short_names=("no",),
+        subresources=frozenset({"status"}),
+        extra={"unconditional_update": True, "field_selectors": ("spec.unschedulable",)}),
+    _rt("", "services", "Service", True, "io.k8s.api.core.v1.Service", short_names=("svc",),
+        subresources=frozenset({"status"}), categories=("all",),
+        extra={"reset_status_on_create": True, "return_deleted_object": True,
+               "unconditional_update": True}),
+    _rt("", "events", "Event", True, "io.k8s.api.core.v1.Event", short_names=("ev",),
+        extra={"create_on_update": True, "unconditional_update": True,
+               "field_selectors": _EVENT_FIELDS}),
+    _rt("events.k8s.io", "events", "Event", True, "io.k8s.api.events.v1.Event",
+        short_names=("ev",),
+        extra={"create_on_update": True, "unconditional_update": True,
+               "field_selectors": _EVENTS_V1_FIELDS}),
+    _rt("discovery.k8s.io", "endpointslices", "EndpointSlice", True,
+        "io.k8s.api.discovery.v1.EndpointSlice",
+        extra={"generation": "endpointslice", "unconditional_update": True}),
+    _rt("coordination.k8s.io", "leases", "Lease", True, "io.k8s.api.coordination.v1.Lease",
+        extra={"create_on_update": True, "unconditional_update": True}),
+    _rt("apiextensions.k8s.io", "customresourcedefinitions", "CustomResourceDefinition", False,
+        "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition",
+        short_names=("crd", "crds"), subresources=frozenset({"status"}),
+        categories=("api-extensions",),
+        extra={"generation": "spec"}),
+)
+
+CRD_TYPE = BUILTINS[-1]
+NAMESPACE_TYPE = BUILTINS[0]
+DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+
+def generation_policy(rt: ResourceType) -> str | None:
+    if rt.is_custom:
+        return "non-metadata-status" if "status" in rt.subresources else "non-metadata"
+    policy: str | None = rt.extra.get("generation")
+    return policy
+
+
+def resets_status_on_create(rt: ResourceType) -> bool:
+    return (rt.is_custom and "status" in rt.subresources) or bool(
+        rt.extra.get("reset_status_on_create"))
+
+
+def returns_deleted_object(rt: ResourceType) -> bool:
+    return rt.is_custom or bool(rt.extra.get("return_deleted_object"))
+
+
+def allows_create_on_update(rt: ResourceType) -> bool:
+    return bool(rt.extra.get("create_on_update"))
+
+
+def allows_unconditional_update(rt: ResourceType) -> bool:
+    return bool(rt.extra.get("unconditional_update"))
+
+
+def field_selectors(rt: ResourceType) -> tuple[str, ...]:
+    fields: tuple[str, ...] = rt.extra.get("field_selectors", ())
+    return ("metadata.name", "metadata.namespace", *fields)
+
+
+def storage_key(rt: ResourceType) -> tuple[str, str]:
+    """Objects are stored once per group/resource, whatever version serves them."""
+    return (rt.group, rt.plural)

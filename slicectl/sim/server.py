@@ -1,0 +1,215 @@
+"""EmbeddedApiServer: the in-memory Kubernetes API server on a real HTTPS port.
+
+Wires storage, the resource registry, deletion lifecycle, REST handlers, discovery, OpenAPI,
+authentication, request metrics and fault injection into one aiohttp application, and owns its
+lifetime: a fresh CA and serving certificate, the default namespaces, a kubeconfig written for
+kubectl and kubernetes-asyncio. Use it as an async context manager (tests, benchmarks, demo) or
+run it in the foreground with ``slicectl apiserver``.
+
+Every request is dispatched here: open endpoints (health, version), then the bearer token, then
+non-resource paths (discovery, OpenAPI, /metrics), then resource requests, which pass the fault
+injector and are counted as apiserver_request_total counts them.
+"""
+
+from __future__ import annotations
+
+import socket
+import tempfile
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from slicectl.sim import discovery, errors
+from slicectl.sim.auth import authorized, new_token, write_kubeconfig
+from slicectl.sim.faults import Faults
+from slicectl.sim.handlers import Api, json_response
+from slicectl.sim.lifecycle import Lifecycle
+from slicectl.sim.metrics import RequestCounter
+from slicectl.sim.objects import now_timestamp
+from slicectl.sim.openapi import OpenAPI
+from slicectl.sim.registry import Registry
+from slicectl.sim.resources import DEFAULT_NAMESPACES, NAMESPACE_TYPE
+from slicectl.sim.routing import RequestInfo, resolve
+from slicectl.sim.storage import Store
+from slicectl.sim.tls import make_certificates, server_context
+
+
+class EmbeddedApiServer:
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, token: str | None = None,
+                 watch_cache_size: int = 100_000, bookmark_interval: float = 5.0,
+                 kubeconfig_path: str | Path | None = None) -> None:
+        self.host = host
+        self.port = port
+        self.token = token or new_token()
+        self.store = Store(watch_cache_size)
+        self.registry = Registry()
+        self.lifecycle = Lifecycle(self.store, self.registry)
+        self.api = Api(self.store, self.registry, self.lifecycle, bookmark_interval)
+        self.faults = Faults(self.store)
+        self.metrics = RequestCounter()
+        self.url = ""
+        self._kubeconfig_arg = Path(kubeconfig_path) if kubeconfig_path else None
+        self.kubeconfig_path = ""
+        self._tmpdir: tempfile.TemporaryDirectory[str] | None = None
+        self._runner: web.AppRunner | None = None
+        self._openapi: tuple[int, OpenAPI] | None = None
+        for name in DEFAULT_NAMESPACES:
+            meta = {"name": name, "uid": f"ns-{name}", "creationTimestamp": now_timestamp(),
+                    "labels": {"kubernetes.io/metadata.name": name}}
+            self.store.put(NAMESPACE_TYPE, {
+                "apiVersion": "v1", "kind": "Namespace", "metadata": meta,
+                "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}})
+
+    # -- lifetime ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        ca_pem, cert_pem, key_pem = make_certificates(self.host)
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_route("*", "/{tail:.*}", self._dispatch)
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False,
+                                     shutdown_timeout=0.5)
+        await self._runner.setup()
+        sock = socket.socket(socket.AF_INET6 if ":" in self.host else socket.AF_INET)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self.host, self.port))
+        self.port = sock.getsockname()[1]
+        site = web.SockSite(self._runner, sock, ssl_context=server_context(cert_pem, key_pem))
+        await site.start()
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        self.url = f"https://{host}:{self.port}"
+        if self._kubeconfig_arg is None:
+            self._tmpdir = tempfile.TemporaryDirectory(prefix="slicectl-sim-")
+            path = Path(self._tmpdir.name) / "kubeconfig"
+        else:
+            path = self._kubeconfig_arg
+        write_kubeconfig(path, self.url, ca_pem, self.token)
+        self.kubeconfig_path = str(path)
+        self.faults.start()
+
+    async def stop(self) -> None:
+        await self.faults.stop()
+        self.faults.drop_watches()
+        await self.lifecycle.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        if self._tmpdir is not None:
+            self._tmpdir.cleanup()
+            self._tmpdir = None
+
+    async def __aenter__(self) -> EmbeddedApiServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
+        await self.stop()
+
+    # -- measurement ------------------------------------------------------------------------
+
+    def request_counts(self, verb: str | None = None, resource: str | None = None,
+                       code: int | None = None) -> int:
+        return self.metrics.total(verb, resource, code)
+
+    def counts(self) -> dict[tuple[str, str, str, str, int], int]:
+        return self.metrics.by_key()
+
+    def reset_counts(self) -> None:
+        self.metrics.reset()
+
+    # -- dispatch ---------------------------------------------------------------------------
+
+    def openapi(self) -> OpenAPI:
+        if self._openapi is None or self._openapi[0] != self.registry.generation:
+            self._openapi = (self.registry.generation, OpenAPI(self.registry.types()))
+        return self._openapi[1]
+
+    async def _dispatch(self, request: web.Request) -> web.StreamResponse:
+        path = request.path
+        if path in ("/healthz", "/readyz", "/livez"):
+            return web.Response(text="ok")
+        if path == "/version":
+            return json_response(discovery.version_info())
+        if not authorized(path, request.headers.get("Authorization", ""), self.token):
+            return _error(errors.unauthorized())
+        info = resolve(request.method, path, request.query)
+        if info is None:
+            return self._non_resource(request)
+        try:
+            await self.faults.before_request()
+            if info.verb == "watch":
+                self._count(info, 200)
+                return await self._resource(request, info)
+            response = await self._resource(request, info)
+        except errors.ApiError as exc:
+            response = _error(exc)
+        self._count(info, response.status)
+        return response
+
+    def _count(self, info: RequestInfo, code: int) -> None:
+        verb = "DELETE" if info.verb == "deletecollection" else {
+            "create": "POST", "update": "PUT"}.get(info.verb, info.verb.upper())
+        self.metrics.record((verb, info.group, info.version, info.resource, info.subresource,
+                             info.scope, code))
+
+    def _non_resource(self, request: web.Request) -> web.Response:
+        parts = [p for p in request.path.split("/") if p]
+        body: dict[str, Any] | None = None
+        if parts == ["api"]:
+            body = discovery.api_versions(f"{self.host}:{self.port}")
+        elif parts == ["apis"]:
+            body = discovery.api_group_list(self.registry)
+        elif len(parts) == 2 and parts[0] == "apis":
+            body = discovery.api_group(self.registry, parts[1])
+        elif len(parts) == 2 and parts[0] == "api":
+            body = discovery.resource_list(self.registry, "", parts[1])
+        elif len(parts) == 3 and parts[0] == "apis":
+            body = discovery.resource_list(self.registry, parts[1], parts[2])
+        elif parts == ["openapi", "v3"]:
+            body = self.openapi().index()
+        elif parts[:2] == ["openapi", "v3"]:
+            body = self.openapi().document("/".join(parts[2:]))
+        elif parts == ["metrics"]:
+            return web.Response(text=self.metrics.prometheus_text(),
+                                content_type="text/plain", charset="utf-8")
+        if body is None:
+            return web.Response(status=404, text="404 page not found\n")
+        return json_response(body)
+
+    async def _resource(self, request: web.Request, info: RequestInfo) -> web.StreamResponse:
+        rt = self.registry.lookup(info.group, info.version, info.resource)
+        if rt is None:
+            raise errors.page_not_found()
+        sub = info.subresource
+        if sub and sub not in rt.subresources:
+            raise errors.page_not_found()
+        if rt.namespaced and not info.namespace and info.verb in ("create", "get", "update",
+                                                                    "patch", "delete"):
+            raise errors.page_not_found()
+        api, name, verb = self.api, info.name, info.verb
+        ns = info.namespace if rt.namespaced else ""
+        if verb == "get":
+            return api.get(request, rt, ns, name)
+        if verb == "list":
+            return api.list(request, rt, ns)
+        if verb == "watch":
+            return await api.watch(request, rt, ns)
+        if verb == "create" and not name:
+            return await api.create(request, rt, ns)
+        if verb == "update":
+            return await api.update(request, rt, ns, name, sub)
+        if verb == "patch":
+            return await api.patch(request, rt, ns, name, sub)
+        if verb == "delete" and not sub:
+            return await api.delete(request, rt, ns, name)
+        if verb == "deletecollection":
+            return await api.delete_collection(request, rt, ns)
+        raise errors.method_not_allowed(rt, verb)
+
+
+def _error(exc: errors.ApiError) -> web.Response:
+    return web.Response(body=orjson.dumps(exc.status()), status=exc.code,
+                        content_type="application/json", headers=exc.headers)

@@ -1,0 +1,207 @@
+"""In-memory object storage: one global resourceVersion, per-type object maps and event history.
+
+Decides what etcd plus the watch cache decide in a real cluster: the monotonically increasing
+resourceVersion stamped on every write; one map of objects per group/resource (keyed like the
+etcd key ``namespace/name`` so sorted keys list in etcd order); a bounded history of events per
+group/resource (the watch cache) from which watches resume and old states are rebuilt for
+``resourceVersionMatch=Exact`` lists and continue tokens; and the fan-out of every event to the
+subscribed watchers. Each event is serialized at most once per event type, lazily, and the same
+bytes go to every watcher.
+
+Stored object dicts are never mutated after they are handed to :meth:`Store.put`; readers may
+share them and must copy before changing anything.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol
+
+import orjson
+
+from slicectl.sim import errors
+from slicectl.sim.resources import storage_key
+from slicectl.sim.types import ResourceType
+
+Obj = dict[str, Any]
+StorageKey = tuple[str, str]
+
+
+class Event:
+    """One change: its resourceVersion, type, the object after it, and the object before it."""
+
+    __slots__ = ("_lines", "_obj_bytes", "key", "obj", "prev", "rv", "type")
+
+    def __init__(self, rv: int, etype: str, key: str, obj: Obj, prev: Obj | None) -> None:
+        self.rv = rv
+        self.type = etype
+        self.key = key
+        self.obj = obj
+        self.prev = prev
+        self._obj_bytes: bytes | None = None
+        self._lines: dict[str, bytes] = {}
+
+    def line(self, etype: str | None = None) -> bytes:
+        """The watch stream line for this event, optionally re-typed (ADDED/DELETED on filters)."""
+        etype = etype or self.type
+        line = self._lines.get(etype)
+        if line is None:
+            if self._obj_bytes is None:
+                self._obj_bytes = orjson.dumps(self.obj)
+            line = b'{"type":"' + etype.encode() + b'","object":' + self._obj_bytes + b"}\n"
+            self._lines[etype] = line
+        return line
+
+
+class Subscriber(Protocol):
+    def offer(self, event: Event) -> None: ...
+
+
+class Bucket:
+    """Everything stored for one group/resource."""
+
+    __slots__ = ("history", "objects", "oldest", "watchers")
+
+    def __init__(self, history_size: int, current_rv: int) -> None:
+        self.objects: dict[str, Obj] = {}
+        self.history: deque[Event] = deque(maxlen=max(1, history_size))
+        self.oldest = current_rv + 1  # the oldest resourceVersion a watch can still resume after
+        self.watchers: set[Subscriber] = set()
+
+
+def object_key(namespace: str, name: str) -> str:
+    return f"{namespace}/{name}" if namespace else name
+
+
+def owner_uids(obj: Obj) -> set[str]:
+    refs = obj.get("metadata", {}).get("ownerReferences") or ()
+    return {r["uid"] for r in refs if isinstance(r, dict) and isinstance(r.get("uid"), str)}
+
+
+class Store:
+    def __init__(self, watch_cache_size: int = 100_000) -> None:
+        self.rv = 1
+        self.watch_cache_size = watch_cache_size
+        self.buckets: dict[StorageKey, Bucket] = {}
+        self.uids: dict[str, tuple[StorageKey, str]] = {}
+        self.dependents: dict[str, set[tuple[StorageKey, str]]] = {}
+        self.hooks: list[Callable[[StorageKey, Event], None]] = []
+
+    def bucket(self, rt: ResourceType) -> Bucket:
+        skey = storage_key(rt)
+        bucket = self.buckets.get(skey)
+        if bucket is None:
+            bucket = self.buckets[skey] = Bucket(self.watch_cache_size, self.rv)
+        return bucket
+
+    def drop_bucket(self, rt: ResourceType) -> None:
+        self.buckets.pop(storage_key(rt), None)
+
+    def get(self, rt: ResourceType, namespace: str, name: str) -> Obj | None:
+        return self.bucket(rt).objects.get(object_key(namespace, name))
+
+    def by_uid(self, uid: str) -> tuple[StorageKey, Obj] | None:
+        where = self.uids.get(uid)
+        if where is None:
+            return None
+        obj = self.buckets[where[0]].objects.get(where[1])
+        return None if obj is None else (where[0], obj)
+
+    def put(self, rt: ResourceType, obj: Obj) -> Obj:
+        """Store ``obj`` (created or replaced), stamping the next resourceVersion on it."""
+        meta = obj["metadata"]
+        key = object_key(meta.get("namespace", ""), meta["name"])
+        bucket = self.bucket(rt)
+        prev = bucket.objects.get(key)
+        self.rv += 1
+        meta["resourceVersion"] = str(self.rv)
+        bucket.objects[key] = obj
+        skey = storage_key(rt)
+        self.uids[meta["uid"]] = (skey, key)
+        self._reindex_owners(skey, key, prev, obj)
+        self._emit(skey, bucket, Event(self.rv, "ADDED" if prev is None else "MODIFIED",
+                                       key, obj, prev))
+        return obj
+
+    def remove(self, rt: ResourceType, obj: Obj) -> Obj:
+        """Delete ``obj``; the DELETED event carries the deletion's resourceVersion."""
+        meta = obj["metadata"]
+        key = object_key(meta.get("namespace", ""), meta["name"])
+        bucket = self.bucket(rt)
+        prev = bucket.objects.pop(key)
+        self.rv += 1
+        gone = {**prev, "metadata": {**prev["metadata"], "resourceVersion": str(self.rv)}}
+        skey = storage_key(rt)
+        self.uids.pop(meta["uid"], None)
+        self._reindex_owners(skey, key, prev, None)
+        self._emit(skey, bucket, Event(self.rv, "DELETED", key, gone, prev))
+        return gone
+
+    def _reindex_owners(self, skey: StorageKey, key: str, old: Obj | None, new: Obj | None) -> None:
+        before = owner_uids(old) if old else set()
+        after = owner_uids(new) if new else set()
+        for uid in before - after:
+            deps = self.dependents.get(uid)
+            if deps is not None:
+                deps.discard((skey, key))
+                if not deps:
+                    del self.dependents[uid]
+        for uid in after - before:
+            self.dependents.setdefault(uid, set()).add((skey, key))
+
+    def _emit(self, skey: StorageKey, bucket: Bucket, event: Event) -> None:
+        history = bucket.history
+        evicting = len(history) == history.maxlen
+        history.append(event)
+        if evicting:
+            bucket.oldest = history[0].rv
+        for watcher in tuple(bucket.watchers):
+            watcher.offer(event)
+        for hook in self.hooks:
+            hook(skey, event)
+
+    def compact(self) -> None:
+        """Forget all history: watches and continue tokens from before now get 410 Expired."""
+        for bucket in self.buckets.values():
+            bucket.history.clear()
+            bucket.oldest = self.rv + 1
+
+    def check_not_expired(self, rt: ResourceType, rv: int) -> None:
+        bucket = self.bucket(rt)
+        if rv < bucket.oldest - 1:
+            raise errors.too_old(rv, bucket.oldest - 1)
+
+    def events_since(self, rt: ResourceType, rv: int) -> list[Event]:
+        """Events strictly after ``rv`` (410 Expired if history no longer reaches back there)."""
+        self.check_not_expired(rt, rv)
+        newer: list[Event] = []
+        for event in reversed(self.bucket(rt).history):
+            if event.rv <= rv:
+                break
+            newer.append(event)
+        newer.reverse()
+        return newer
+
+    def objects_at(self, rt: ResourceType, rv: int) -> dict[str, Obj]:
+        """The objects as they were at ``rv``, rebuilt by undoing newer history."""
+        bucket = self.bucket(rt)
+        if rv >= self.rv:
+            return bucket.objects
+        self.check_not_expired(rt, rv)
+        state = dict(bucket.objects)
+        for event in reversed(bucket.history):
+            if event.rv <= rv:
+                break
+            if event.prev is None:
+                state.pop(event.key, None)
+            else:
+                state[event.key] = event.prev
+        return state
+
+    def iter_namespace(self, namespace: str) -> Iterator[tuple[StorageKey, Obj]]:
+        prefix = namespace + "/"
+        for skey, bucket in list(self.buckets.items()):
+            for key, obj in list(bucket.objects.items()):
+                if key.startswith(prefix):
+                    yield skey, obj

@@ -1,0 +1,177 @@
+"""WATCH: one chunked stream of JSON lines per watcher, fed by the store's event fan-out.
+
+Decides what a watcher sees and when: the starting point (synthetic ADDED events for the
+current state when resourceVersion is unset or "0" or sendInitialEvents=true; otherwise every
+event strictly after the given resourceVersion, or one ERROR event carrying a 410 Expired Status
+when history no longer reaches back there), filter transitions as the watch cache converts them
+(an object that stops matching is DELETED for this watcher, one that starts matching is ADDED),
+periodic BOOKMARK events, timeoutSeconds, and the faults that drop (end cleanly) or stall (send
+nothing, not even bookmarks) a stream. Event bytes come from :meth:`Event.line`, shared by all
+watchers; only Table watches render per watcher.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import time
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from slicectl.sim import errors
+from slicectl.sim.listing import Filter
+from slicectl.sim.storage import Event, Obj, Store
+from slicectl.sim.types import ResourceType
+
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+Render = Callable[[Obj], dict[str, Any]]
+
+
+class Watcher:
+    """One open watch: filters offered events into a byte buffer its stream task drains."""
+
+    def __init__(self, rt: ResourceType, flt: Filter, render: Render | None) -> None:
+        self.rt = rt
+        self.flt = flt
+        self.render = render
+        self.buffer: list[bytes] = []
+        self.wake = asyncio.Event()
+        self.closed = False
+        self.stalled_until = 0.0
+
+    def line(self, event: Event, etype: str) -> bytes:
+        if self.render is None:
+            return event.line(etype)
+        return orjson.dumps({"type": etype, "object": self.render(event.obj)}) + b"\n"
+
+    def offer(self, event: Event) -> None:
+        matches = self.flt.matches
+        now = matches(event.obj)
+        if event.type == "MODIFIED" and event.prev is not None:
+            before = matches(event.prev)
+            if now and before:
+                etype = "MODIFIED"
+            elif now:
+                etype = "ADDED"
+            elif before:
+                etype = "DELETED"
+            else:
+                return
+        elif event.type == "DELETED":
+            if event.prev is None or not matches(event.prev):
+                return
+            etype = "DELETED"
+        elif now:
+            etype = event.type
+        else:
+            return
+        self.buffer.append(self.line(event, etype))
+        self.wake.set()
+
+    def send_raw(self, line: bytes) -> None:
+        self.buffer.append(line)
+        self.wake.set()
+
+    def close(self) -> None:
+        self.closed = True
+        self.wake.set()
+
+    def stall(self, seconds: float) -> None:
+        self.stalled_until = max(self.stalled_until, time.monotonic() + seconds)
+        self.wake.set()
+
+
+async def _wait(watcher: Watcher, seconds: float) -> None:
+    watcher.wake.clear()
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(watcher.wake.wait(), timeout=max(seconds, 0.0))
+
+
+def bookmark(rt: ResourceType, rv: int, initial_end: bool = False) -> bytes:
+    meta: dict[str, Any] = {"resourceVersion": str(rv)}
+    if initial_end:
+        meta["annotations"] = {INITIAL_EVENTS_END: "true"}
+    obj = {"kind": rt.kind, "apiVersion": rt.group_version, "metadata": meta}
+    return orjson.dumps({"type": "BOOKMARK", "object": obj}) + b"\n"
+
+
+def _flag(query: dict[str, str], name: str) -> bool:
+    return query.get(name, "").lower() in ("true", "1")
+
+
+def start(store: Store, rt: ResourceType, flt: Filter, query: dict[str, str],
+          render: Render | None) -> tuple[Watcher, bool]:
+    """Register a watcher and queue its starting events; True when it must end after them."""
+    watcher = Watcher(rt, flt, render)
+    rv_text = query.get("resourceVersion", "")
+    initial = _flag(query, "sendInitialEvents") or rv_text in ("", "0")
+    if initial:
+        state = store.bucket(rt).objects
+        for key in sorted(state):
+            obj = state[key]
+            if flt.matches(obj):
+                watcher.buffer.append(watcher.line(Event(0, "ADDED", key, obj, None), "ADDED"))
+        if _flag(query, "sendInitialEvents") and _flag(query, "allowWatchBookmarks"):
+            watcher.buffer.append(bookmark(rt, store.rv, initial_end=True))
+    else:
+        try:
+            rv = int(rv_text)
+        except ValueError as exc:
+            raise errors.bad_request(f"invalid resource version: {rv_text!r}") from exc
+        try:
+            events = store.events_since(rt, rv)
+        except errors.ApiError as exc:
+            watcher.buffer.append(
+                orjson.dumps({"type": "ERROR", "object": exc.status()}) + b"\n")
+            return watcher, True
+        for event in events:
+            watcher.offer(event)
+    store.bucket(rt).watchers.add(watcher)
+    return watcher, False
+
+
+async def stream(request: web.Request, store: Store, watcher: Watcher, finished: bool,
+                 query: dict[str, str], bookmark_interval: float) -> web.StreamResponse:
+    """Serve the chunked response until timeout, client disconnect, drop fault or finish."""
+    resp = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
+    resp.enable_chunked_encoding()
+    timeout_text = query.get("timeoutSeconds", "")
+    timeout = float(timeout_text) if timeout_text else random.uniform(1800.0, 3600.0)
+    deadline = time.monotonic() + timeout
+    bookmarks = _flag(query, "allowWatchBookmarks") and bookmark_interval > 0
+    next_bookmark = time.monotonic() + bookmark_interval
+    try:
+        await resp.prepare(request)
+        while True:
+            now = time.monotonic()
+            if watcher.stalled_until > now and not watcher.closed and now < deadline:
+                await _wait(watcher, min(watcher.stalled_until, deadline) - now)
+                continue
+            if watcher.closed or (now >= deadline and not watcher.buffer):
+                break
+            if bookmarks and now >= next_bookmark:
+                watcher.buffer.append(bookmark(watcher.rt, store.rv))
+                next_bookmark = now + bookmark_interval
+            if watcher.buffer:
+                data = b"".join(watcher.buffer)
+                watcher.buffer.clear()
+                await resp.write(data)
+                if finished:
+                    break
+                continue
+            if finished or now >= deadline:
+                break
+            wait = deadline - now
+            if bookmarks:
+                wait = min(wait, next_bookmark - now)
+            await _wait(watcher, wait)
+        await resp.write_eof()
+    except ConnectionResetError:
+        pass
+    finally:
+        store.bucket(watcher.rt).watchers.discard(watcher)
+    return resp

@@ -1,0 +1,75 @@
+"""CustomResourceDefinitions: served on create, status subresource, generation, removal."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.sim.conftest import Raw
+
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+WIDGETS = "/apis/example.com/v1/namespaces/default/widgets"
+MERGE = "application/merge-patch+json"
+
+
+def crd(scope: str = "Namespaced") -> dict[str, Any]:
+    schema = {"type": "object", "properties": {
+        "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+        "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": scope,
+                 "names": {"plural": "widgets", "singular": "widget", "kind": "Widget",
+                           "shortNames": ["wd"]},
+                 "versions": [{"name": "v1", "served": True, "storage": True,
+                               "schema": {"openAPIV3Schema": schema},
+                               "subresources": {"status": {}}}]},
+    }
+
+
+def widget(name: str) -> dict[str, Any]:
+    return {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": name},
+            "spec": {"size": 1}, "status": {"ready": True}}
+
+
+async def test_crd_lifecycle(raw: Raw) -> None:
+    code, body, _ = await raw.request("POST", CRDS, crd())
+    assert code == 201
+    conditions = {c["type"]: c["status"] for c in body["status"]["conditions"]}
+    assert conditions == {"NamesAccepted": "True", "Established": "True"}
+    code, listing, _ = await raw.request("GET", "/apis/example.com/v1")
+    assert code == 200 and {r["name"] for r in listing["resources"]} == {"widgets",
+                                                                       "widgets/status"}
+    code, body, _ = await raw.request("POST", WIDGETS, widget("w"))
+    assert code == 201 and "status" not in body and body["metadata"]["generation"] == 1
+    _, body, _ = await raw.request("PATCH", WIDGETS + "/w/status", {"status": {"ready": True}},
+                                   content_type=MERGE)
+    assert body["status"] == {"ready": True} and body["metadata"]["generation"] == 1
+    _, body, _ = await raw.request("PATCH", WIDGETS + "/w", {"spec": {"size": 2}},
+                                   content_type=MERGE)
+    assert body["metadata"]["generation"] == 2
+    _, body, _ = await raw.request("PATCH", WIDGETS + "/w",
+                                   {"metadata": {"labels": {"a": "b"}}}, content_type=MERGE)
+    assert body["metadata"]["generation"] == 2
+    code, body, _ = await raw.request("PATCH", WIDGETS + "/w", {"spec": {"size": 3}},
+                                      content_type="application/strategic-merge-patch+json")
+    assert code == 415
+    stale = {**widget("w"), "metadata": {"name": "w", "resourceVersion": "1"}}
+    code, body, _ = await raw.request("PUT", WIDGETS + "/w", stale)
+    assert code == 409
+    code, _, _ = await raw.request("DELETE", CRDS + "/widgets.example.com")
+    assert code == 200
+    code, _, _ = await raw.request("GET", WIDGETS + "/w")
+    assert code == 404
+    code, _, _ = await raw.request("GET", "/apis/example.com/v1")
+    assert code == 404
+
+
+async def test_cluster_scoped_custom_resource(raw: Raw) -> None:
+    await raw.request("POST", CRDS, crd("Cluster"))
+    code, body, _ = await raw.request("POST", "/apis/example.com/v1/widgets", widget("c"))
+    assert code == 201 and "namespace" not in body["metadata"]
+    code, listed, _ = await raw.request("GET", "/apis/example.com/v1/widgets")
+    assert [w["metadata"]["name"] for w in listed["items"]] == ["c"]
+    code, index, _ = await raw.request("GET", "/openapi/v3")
+    assert "apis/example.com/v1" in index["paths"]

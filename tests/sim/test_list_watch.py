@@ -1,0 +1,142 @@
+"""LIST and WATCH semantics: selectors, paging, resourceVersion rules, bookmarks, 410."""
+
+from __future__ import annotations
+
+import asyncio
+
+from slicectl.sim.server import EmbeddedApiServer
+from tests.sim.conftest import PODS, Raw, pod
+
+
+async def _pods(raw: Raw, n: int, **labels: str) -> None:
+    for i in range(n):
+        await raw.request("POST", PODS, pod(f"p{i:02d}", {"i": str(i % 2), **labels}))
+
+
+async def test_label_and_field_selectors(raw: Raw) -> None:
+    await _pods(raw, 6)
+    await raw.request("POST", PODS, pod("onnode", {"i": "1"}, node="n1"))
+    _, body, _ = await raw.request("GET", PODS, labelSelector="i=1")
+    assert len(body["items"]) == 4
+    _, body, _ = await raw.request("GET", PODS, labelSelector="i in (0),i!=1")
+    assert {p["metadata"]["name"] for p in body["items"]} == {"p00", "p02", "p04"}
+    _, body, _ = await raw.request("GET", "/api/v1/pods", fieldSelector="spec.nodeName=n1")
+    assert [p["metadata"]["name"] for p in body["items"]] == ["onnode"]
+    selector = "metadata.name!=p00,status.phase==Pending"
+    _, body, _ = await raw.request("GET", PODS, fieldSelector=selector)
+    assert len(body["items"]) == 6
+    code, body, _ = await raw.request("GET", PODS, fieldSelector="spec.bogus=1")
+    assert code == 400 and body["reason"] == "BadRequest"
+    code, _, _ = await raw.request("GET", PODS, labelSelector="a in (")
+    assert code == 400
+
+
+async def test_pagination_is_consistent(raw: Raw) -> None:
+    await _pods(raw, 5)
+    _, first, _ = await raw.request("GET", PODS, limit=2)
+    assert len(first["items"]) == 2 and first["metadata"]["remainingItemCount"] == 3
+    token, rv = first["metadata"]["continue"], first["metadata"]["resourceVersion"]
+    await raw.request("DELETE", PODS + "/p03")
+    names = [p["metadata"]["name"] for p in first["items"]]
+    while token:
+        _, page, _ = await raw.request("GET", PODS, limit=2, **{"continue": token})
+        assert page["metadata"]["resourceVersion"] == rv
+        names += [p["metadata"]["name"] for p in page["items"]]
+        token = page["metadata"].get("continue")
+    assert names == ["p00", "p01", "p02", "p03", "p04"]
+
+
+async def test_continue_expires_after_compaction(srv: EmbeddedApiServer, raw: Raw) -> None:
+    await _pods(raw, 3)
+    _, first, _ = await raw.request("GET", PODS, limit=1)
+    await raw.request("DELETE", PODS + "/p02")
+    srv.faults.compact()
+    code, body, _ = await raw.request("GET", PODS, limit=1,
+                                      **{"continue": first["metadata"]["continue"]})
+    assert code == 410 and body["reason"] == "Expired"
+    assert body["metadata"]["continue"]
+
+
+async def test_exact_list_rebuilds_old_state(raw: Raw) -> None:
+    await _pods(raw, 2)
+    _, listed, _ = await raw.request("GET", PODS)
+    rv = listed["metadata"]["resourceVersion"]
+    await raw.request("DELETE", PODS + "/p00")
+    await raw.request("POST", PODS, pod("new"))
+    _, old, _ = await raw.request("GET", PODS, resourceVersion=rv, resourceVersionMatch="Exact")
+    assert [p["metadata"]["name"] for p in old["items"]] == ["p00", "p01"]
+    assert old["metadata"]["resourceVersion"] == rv
+    code, _, _ = await raw.request("GET", PODS, resourceVersionMatch="Exact")
+    assert code == 400
+
+
+async def test_watch_initial_state_then_changes(raw: Raw) -> None:
+    await _pods(raw, 2)
+    task = asyncio.create_task(raw.watch_lines(PODS, 4))
+    await asyncio.sleep(0.3)
+    await raw.request("POST", PODS, pod("late"))
+    await raw.request("DELETE", PODS + "/p00")
+    events = await task
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [
+        ("ADDED", "p00"), ("ADDED", "p01"), ("ADDED", "late"), ("DELETED", "p00")]
+
+
+async def test_watch_resumes_after_resource_version(raw: Raw) -> None:
+    _, a, _ = await raw.request("POST", PODS, pod("a"))
+    await raw.request("POST", PODS, pod("b"))
+    await raw.request("PATCH", PODS + "/a", {"metadata": {"labels": {"x": "y"}}},
+                      content_type="application/merge-patch+json")
+    events = await raw.watch_lines(PODS, 2, resourceVersion=a["metadata"]["resourceVersion"])
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [
+        ("ADDED", "b"), ("MODIFIED", "a")]
+
+
+async def test_watch_label_transitions(raw: Raw) -> None:
+    _, created, _ = await raw.request("POST", PODS, pod("a", {"app": "x"}))
+    rv = created["metadata"]["resourceVersion"]
+    merge = "application/merge-patch+json"
+    await raw.request("PATCH", PODS + "/a", {"metadata": {"labels": {"app": "y"}}},
+                      content_type=merge)
+    await raw.request("PATCH", PODS + "/a", {"metadata": {"labels": {"app": "x"}}},
+                      content_type=merge)
+    events = await raw.watch_lines(PODS, 2, resourceVersion=rv, labelSelector="app=x")
+    assert [e["type"] for e in events] == ["DELETED", "ADDED"]
+
+
+async def test_watch_too_old_gets_410_error_event() -> None:
+    async with EmbeddedApiServer(watch_cache_size=3) as srv:
+        import aiohttp
+
+        from tests.sim.conftest import ssl_context
+        connector = aiohttp.TCPConnector(ssl=ssl_context(srv.kubeconfig_path))
+        async with aiohttp.ClientSession(
+            connector=connector, headers={"Authorization": f"Bearer {srv.token}"}
+        ) as session:
+            raw = Raw(srv, session)
+            await _pods(raw, 6)
+            events = await raw.watch_lines(PODS, 5, resourceVersion="2")
+    assert len(events) == 1 and events[0]["type"] == "ERROR"
+    status = events[0]["object"]
+    assert status["code"] == 410 and status["reason"] == "Expired"
+    assert status["message"].startswith("too old resource version: 2 (")
+
+
+async def test_bookmarks_and_timeout(raw: Raw) -> None:
+    _, created, _ = await raw.request("POST", PODS, pod("a"))
+    rv = created["metadata"]["resourceVersion"]
+    events = await raw.watch_lines(PODS, 100, resourceVersion=rv, allowWatchBookmarks=True,
+                                   timeoutSeconds=1)
+    assert events, "expected bookmarks before the timeout ended the stream"
+    assert {e["type"] for e in events} == {"BOOKMARK"}
+    assert events[0]["object"]["kind"] == "Pod"
+    assert int(events[-1]["object"]["metadata"]["resourceVersion"]) >= int(
+        created["metadata"]["resourceVersion"])
+
+
+async def test_send_initial_events_end_bookmark(raw: Raw) -> None:
+    await _pods(raw, 2)
+    events = await raw.watch_lines(PODS, 3, sendInitialEvents=True, allowWatchBookmarks=True,
+                                   resourceVersionMatch="NotOlderThan")
+    assert [e["type"] for e in events] == ["ADDED", "ADDED", "BOOKMARK"]
+    annotations = events[2]["object"]["metadata"]["annotations"]
+    assert annotations == {"k8s.io/initial-events-end": "true"}
