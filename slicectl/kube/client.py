@@ -1,0 +1,322 @@
+"""The raw Kubernetes REST client: JSON dicts in and out over one pooled aiohttp session.
+
+It decides the wire behaviour every caller shares: the client-side rate limit (one token
+bucket; a watch takes one token for its initial request only), typed errors, 429 handling
+(sleep for ``Retry-After`` and resend, for every verb, since a 429 was not processed), one
+credential refresh and retry on a 401, list pagination with a restart when a continue token
+expires, and watch streams read line by line with an inactivity watchdog.
+
+Connection failures are not wrapped: callers see ``aiohttp.ClientError`` / ``OSError`` /
+``TimeoutError``. A stalled watch raises :class:`~slicectl.kube.errors.WatchStalled`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import time
+from collections.abc import AsyncGenerator, Callable
+from dataclasses import dataclass
+from importlib import metadata
+from types import TracebackType
+from typing import Any, Literal
+
+import aiohttp
+import orjson
+import structlog
+
+from slicectl.kube.config import Connection, load_connection
+from slicectl.kube.errors import ApiError, Gone, TooManyRequests, Unauthorized, WatchStalled
+from slicectl.kube.errors import error_for as _error_for
+from slicectl.kube.ratelimit import TokenBucket
+from slicectl.kube.resources import Resource, request_labels
+from slicectl.kube.watch import MAX_LINE_BYTES, WatchEvent, decode_event
+
+RequestHook = Callable[[str, str, int, float], None]  # (verb, resource, status or 0, seconds)
+
+_log = structlog.get_logger()
+_MAX_429_RETRIES = 10
+_MAX_RETRY_AFTER = 60.0
+_LIST_RESTARTS = 3
+_JSON = "application/json"
+_META_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+_META_ONE = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
+_PATCH_TYPES = {
+    "merge": "application/merge-patch+json",
+    "json": "application/json-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+}
+
+
+def _version() -> str:
+    try:
+        return metadata.version("slicectl")
+    except metadata.PackageNotFoundError:
+        return "dev"
+
+
+@dataclass(frozen=True)
+class ClientSettings:
+    qps: float = 50.0
+    burst: int = 100
+    request_timeout: float = 30.0
+    user_agent: str = f"slicectl/{_version()}"
+
+
+class KubeClient:
+    def __init__(
+        self, conn: Connection, settings: ClientSettings, on_request: RequestHook | None
+    ) -> None:
+        self._conn = conn
+        self._settings = settings
+        self._on_request = on_request
+        self._limiter = TokenBucket(settings.qps, settings.burst)
+        self._timeout = aiohttp.ClientTimeout(total=settings.request_timeout)
+        connector = aiohttp.TCPConnector(limit=settings.burst + 64, ssl=conn.ssl)
+        self._session = aiohttp.ClientSession(
+            connector=connector, headers={"User-Agent": settings.user_agent}
+        )
+        self.malformed_lines = 0  # watch lines skipped as malformed
+
+    @classmethod
+    async def connect(
+        cls,
+        kubeconfig: str | None = None,
+        context: str | None = None,
+        settings: ClientSettings = ClientSettings(),
+        on_request: RequestHook | None = None,
+    ) -> KubeClient:
+        return cls(await load_connection(kubeconfig, context), settings, on_request)
+
+    def __repr__(self) -> str:
+        return f"KubeClient({self._conn!r})"
+
+    async def close(self) -> None:
+        await self._session.close()
+
+    async def __aenter__(self) -> KubeClient:
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def get(
+        self, res: Resource, name: str, namespace: str | None = None, *,
+        subresource: str | None = None,
+    ) -> dict[str, Any]:
+        result: dict[str, Any] = await self.request("GET", res.path(namespace, name, subresource))
+        return result
+
+    async def list(
+        self, res: Resource, namespace: str | None = None, *,
+        label_selector: str | None = None, field_selector: str | None = None,
+        limit: int | None = 500, metadata_only: bool = False,
+    ) -> tuple[list[dict[str, Any]], str]:
+        """All items (following continue tokens) and the list's resourceVersion."""
+        params = _selectors(label_selector, field_selector)
+        headers = {"Accept": _META_LIST if metadata_only else _JSON}
+        restarts = 0
+        items: list[dict[str, Any]] = []
+        token: str | None = None
+        while True:
+            page = dict(params)
+            if limit and restarts < _LIST_RESTARTS:
+                page["limit"] = str(limit)
+            if token:
+                page["continue"] = token
+            try:
+                body = await self.request("GET", res.path(namespace), params=page, headers=headers)
+            except Gone:
+                if not token:
+                    raise
+                restarts, items, token = restarts + 1, [], None  # expired token: start over
+                continue
+            items.extend(body.get("items") or ())
+            meta = body.get("metadata") or {}
+            token = meta.get("continue") or None
+            if not token:
+                return items, str(meta.get("resourceVersion") or "")
+
+    async def watch(
+        self, res: Resource, namespace: str | None = None, *, resource_version: str,
+        label_selector: str | None = None, field_selector: str | None = None,
+        timeout_seconds: int | None = None, allow_bookmarks: bool = True,
+        metadata_only: bool = False, inactivity_timeout: float | None = None,
+    ) -> AsyncGenerator[WatchEvent, None]:
+        """Stream events until the server ends the watch (then return normally).
+
+        Raises Gone on an ERROR event with code 410, the typed ApiError for other ERROR events
+        or a failed request, and WatchStalled when nothing arrives for ``inactivity_timeout``.
+        """
+        params = _selectors(label_selector, field_selector)
+        params["watch"] = "true"
+        params["resourceVersion"] = resource_version
+        if allow_bookmarks:
+            params["allowWatchBookmarks"] = "true"
+        if timeout_seconds is not None:
+            params["timeoutSeconds"] = str(timeout_seconds)
+        headers = {"Accept": _META_ONE if metadata_only else _JSON}
+        path = res.path(namespace)
+        timeout = aiohttp.ClientTimeout(
+            total=None, sock_connect=self._settings.request_timeout, sock_read=inactivity_timeout
+        )
+        await self._limiter.acquire()
+        await self._authorize(headers)
+        started = time.monotonic()
+        try:
+            resp = await self._session.get(
+                self._conn.host + path, params=params, headers=headers, timeout=timeout,
+                read_bufsize=MAX_LINE_BYTES // 2, **self._tls_kwargs(),
+            )
+        except TimeoutError as exc:
+            self._report("GET", path, True, 0, started)
+            raise WatchStalled(f"no response to watch {path} in {inactivity_timeout}s") from exc
+        except aiohttp.ClientError:
+            self._report("GET", path, True, 0, started)
+            raise
+        async with resp:
+            self._report("GET", path, True, resp.status, started)
+            if resp.status >= 300:
+                raise await self._error(resp)
+            content = resp.content
+            while True:
+                try:
+                    line = await content.readuntil(b"\n")
+                except TimeoutError as exc:
+                    raise WatchStalled(f"watch {path} idle for {inactivity_timeout}s") from exc
+                if not line:
+                    return
+                event = decode_event(line, self._malformed)
+                if event is not None:
+                    yield event
+
+    async def create(
+        self, res: Resource, body: dict[str, Any], namespace: str | None = None
+    ) -> dict[str, Any]:
+        result: dict[str, Any] = await self.request("POST", res.path(namespace), json=body)
+        return result
+
+    async def patch(
+        self, res: Resource, name: str, patch: dict[str, Any] | builtins.list[Any],
+        namespace: str | None = None, *, subresource: str | None = None,
+        patch_type: Literal["merge", "json", "strategic"] = "merge",
+        field_manager: str | None = None,
+    ) -> dict[str, Any]:
+        params = {"fieldManager": field_manager} if field_manager else None
+        result: dict[str, Any] = await self.request(
+            "PATCH", res.path(namespace, name, subresource), params=params, json=patch,
+            content_type=_PATCH_TYPES[patch_type],
+        )
+        return result
+
+    async def replace(
+        self, res: Resource, name: str, body: dict[str, Any], namespace: str | None = None, *,
+        subresource: str | None = None,
+    ) -> dict[str, Any]:
+        path = res.path(namespace, name, subresource)
+        result: dict[str, Any] = await self.request("PUT", path, json=body)
+        return result
+
+    async def delete(
+        self, res: Resource, name: str, namespace: str | None = None, *,
+        preconditions: dict[str, Any] | None = None, propagation_policy: str | None = None,
+    ) -> dict[str, Any] | None:
+        options: dict[str, Any] | None = None
+        if preconditions or propagation_policy:
+            options = {"kind": "DeleteOptions", "apiVersion": "v1"}
+            if preconditions:
+                options["preconditions"] = preconditions
+            if propagation_policy:
+                options["propagationPolicy"] = propagation_policy
+        result = await self.request("DELETE", res.path(namespace, name), json=options)
+        return result if isinstance(result, dict) else None
+
+    async def request(
+        self, method: str, path: str, *, params: dict[str, str] | None = None,
+        json: Any = None, content_type: str | None = None, headers: dict[str, str] | None = None,
+    ) -> Any:
+        """Send one request (retrying 429s and one 401); the decoded body, or a typed error."""
+        hdrs = {"Accept": _JSON, **(headers or {})}
+        data = None
+        if json is not None:
+            data = orjson.dumps(json)
+            hdrs["Content-Type"] = content_type or _JSON
+        throttled = 0
+        reauthenticated = False
+        while True:
+            await self._limiter.acquire()
+            await self._authorize(hdrs)
+            started = time.monotonic()
+            try:
+                async with self._session.request(
+                    method, self._conn.host + path, params=params, data=data, headers=hdrs,
+                    timeout=self._timeout, **self._tls_kwargs(),
+                ) as resp:
+                    raw = await resp.read()
+                    status = resp.status
+                    error = await self._error(resp, raw) if status >= 300 else None
+            except (aiohttp.ClientError, TimeoutError):
+                self._report(method, path, False, 0, started)
+                raise
+            self._report(method, path, False, status, started)
+            if error is None:
+                return orjson.loads(raw) if raw else None
+            if isinstance(error, TooManyRequests) and throttled < _MAX_429_RETRIES:
+                throttled += 1
+                await asyncio.sleep(min(error.retry_after or 1.0, _MAX_RETRY_AFTER))
+                continue
+            if isinstance(error, Unauthorized) and not reauthenticated:
+                reauthenticated = True
+                await self._conn.refresh()
+                continue
+            raise error
+
+    async def _authorize(self, headers: dict[str, str]) -> None:
+        value = await self._conn.authorization()
+        if value:
+            headers["Authorization"] = value
+
+    def _tls_kwargs(self) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {}
+        if self._conn.server_hostname:
+            kwargs["server_hostname"] = self._conn.server_hostname
+        if self._conn.proxy:
+            kwargs["proxy"] = self._conn.proxy
+        return kwargs
+
+    def _report(self, method: str, path: str, watch: bool, status: int, started: float) -> None:
+        if self._on_request is not None:
+            verb, resource = request_labels(method, path, watch)
+            self._on_request(verb, resource, status, time.monotonic() - started)
+
+    async def _error(self, resp: aiohttp.ClientResponse, raw: bytes | None = None) -> ApiError:
+        if raw is None:
+            raw = await resp.read()
+        try:
+            body = orjson.loads(raw) if raw else None
+        except orjson.JSONDecodeError:
+            body = None
+        retry_after: float | None = None
+        header = resp.headers.get("Retry-After")
+        if header:
+            try:
+                retry_after = max(0.0, float(header))
+            except ValueError:
+                retry_after = None
+        text = raw[:200].decode("utf-8", "replace") if body is None else resp.reason or ""
+        return _error_for(resp.status, body, retry_after, text)
+
+    def _malformed(self, line: bytes, why: str) -> None:
+        self.malformed_lines += 1
+        _log.warning("watch_line_skipped", reason=why, line=line.decode("utf-8", "replace"))
+
+
+def _selectors(label_selector: str | None, field_selector: str | None) -> dict[str, str]:
+    params: dict[str, str] = {}
+    if label_selector:
+        params["labelSelector"] = label_selector
+    if field_selector:
+        params["fieldSelector"] = field_selector
+    return params

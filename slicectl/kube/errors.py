@@ -1,0 +1,110 @@
+"""Typed API errors: one exception class per outcome a caller has to tell apart.
+
+The API server answers a failure with a ``Status`` object (``reason``, ``message``, ``code``).
+Callers branch on the class, not on numbers: a 409 ``AlreadyExists`` (a create raced another)
+is not a 409 ``Conflict`` (a stale resourceVersion precondition), and a 410 means "relist",
+whether it came as an HTTP status or as an ``ERROR`` event inside a watch stream.
+
+:class:`WatchStalled` is a :class:`TimeoutError`, not an :class:`ApiError`: no response says
+anything went wrong, the stream just went quiet. The fix is to watch again from the last
+resourceVersion, which an informer does without relisting.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+class ApiError(Exception):
+    """A non-2xx answer from the API server (or an ``ERROR`` watch event)."""
+
+    def __init__(
+        self,
+        status: int,
+        reason: str = "",
+        message: str = "",
+        body: dict[str, Any] | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(f"{status} {reason}: {message}" if reason else f"{status}: {message}")
+        self.status = status
+        self.reason = reason
+        self.message = message
+        self.body = body
+        self.retry_after = retry_after
+
+
+class NotFound(ApiError):
+    """404."""
+
+
+class Conflict(ApiError):
+    """409 with reason ``Conflict``: a resourceVersion precondition or update conflict."""
+
+
+class AlreadyExists(ApiError):
+    """409 with reason ``AlreadyExists``: a create of a name that is taken."""
+
+
+class Gone(ApiError):
+    """410 (reason ``Expired`` or ``Gone``): the resourceVersion or continue token is too old."""
+
+
+class Invalid(ApiError):
+    """422: the object failed validation."""
+
+
+class TooManyRequests(ApiError):
+    """429: the request was not processed; ``retry_after`` says when to come back."""
+
+
+class Unauthorized(ApiError):
+    """401."""
+
+
+class Forbidden(ApiError):
+    """403."""
+
+
+class ServerError(ApiError):
+    """5xx."""
+
+
+class WatchStalled(TimeoutError):
+    """No byte arrived on a watch stream for longer than its inactivity timeout."""
+
+
+_BY_STATUS: dict[int, type[ApiError]] = {
+    401: Unauthorized,
+    403: Forbidden,
+    404: NotFound,
+    410: Gone,
+    422: Invalid,
+    429: TooManyRequests,
+}
+
+
+def error_for(
+    status: int, body: Any, retry_after: float | None = None, fallback_message: str = ""
+) -> ApiError:
+    """Build the typed error for an HTTP status and its (possibly non-Status) decoded body."""
+    status_body = body if isinstance(body, dict) else None
+    reason = message = ""
+    if status_body is not None:
+        reason = str(status_body.get("reason") or "")
+        message = str(status_body.get("message") or "")
+        details = status_body.get("details")
+        if retry_after is None and isinstance(details, Mapping):
+            seconds = details.get("retryAfterSeconds")
+            if isinstance(seconds, int | float) and seconds > 0:
+                retry_after = float(seconds)
+    message = message or fallback_message
+    cls: type[ApiError]
+    if status == 409:
+        cls = AlreadyExists if reason == "AlreadyExists" else Conflict
+    elif status >= 500:
+        cls = ServerError
+    else:
+        cls = _BY_STATUS.get(status, ApiError)
+    return cls(status, reason, message, status_body, retry_after)

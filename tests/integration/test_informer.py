@@ -1,0 +1,213 @@
+"""Informer against the embedded API server over real HTTPS: paginated sync, watch, bookmarks,
+relist-with-diff after compaction, dropped and stalled watches, malformed objects."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from typing import Any
+
+import orjson
+import pytest
+
+from slicectl.cache.informer import Informer
+from slicectl.kube.client import KubeClient
+from slicectl.kube.resources import PODS
+from slicectl.kube.watch import WatchEvent
+from slicectl.model.parse import parse_pod
+from slicectl.model.records import PodRecord
+from slicectl.sim.server import EmbeddedApiServer
+from slicectl.sim.watch import Watcher
+
+NS = "default"
+HANG_GUARD = 30.0
+pytestmark = pytest.mark.embedded_only
+
+
+def pod(name: str, **labels: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": NS, "labels": labels or {"app": "x"}},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+    }
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str]] = []
+
+    def on_add(self, new: PodRecord) -> None:
+        self.events.append(("add", new.name))
+
+    def on_update(self, old: PodRecord, new: PodRecord) -> None:
+        assert old.resource_version != new.resource_version
+        self.events.append(("update", new.name))
+
+    def on_delete(self, old: PodRecord) -> None:
+        self.events.append(("delete", old.name))
+
+
+class GatedClient(KubeClient):
+    """A client whose new watches wait for ``gate``: lets a test make the informer miss events."""
+
+    gate: asyncio.Event
+
+    async def watch(self, *args: Any, **kwargs: Any) -> AsyncGenerator[WatchEvent, None]:
+        await self.gate.wait()
+        async for event in super().watch(*args, **kwargs):
+            yield event
+
+
+async def wait_for(cond: Callable[[], bool]) -> None:
+    async with asyncio.timeout(HANG_GUARD):
+        while True:
+            if cond():
+                return
+            await asyncio.sleep(0.02)
+
+
+def watchers(srv: EmbeddedApiServer) -> list[Watcher]:
+    return [w for b in srv.store.buckets.values() for w in b.watchers if isinstance(w, Watcher)]
+
+
+@pytest.fixture
+async def srv() -> AsyncIterator[EmbeddedApiServer]:
+    async with EmbeddedApiServer(port=0, watch_cache_size=100_000, bookmark_interval=0.2) as s:
+        yield s
+
+
+@pytest.fixture
+async def writer(srv: EmbeddedApiServer) -> AsyncIterator[KubeClient]:
+    async with await KubeClient.connect(srv.kubeconfig_path) as c:
+        yield c
+
+
+@pytest.fixture
+async def reader(srv: EmbeddedApiServer) -> AsyncIterator[GatedClient]:
+    client = await GatedClient.connect(srv.kubeconfig_path)
+    client.gate = asyncio.Event()
+    client.gate.set()
+    async with client:
+        yield client
+
+
+@pytest.fixture
+async def informer(
+    reader: GatedClient, writer: KubeClient
+) -> AsyncIterator[tuple[Informer[PodRecord], Recorder]]:
+    for i in range(5):
+        await writer.create(PODS, pod(f"p{i}"), NS)
+    recorder = Recorder()
+    inf: Informer[PodRecord] = Informer(
+        reader, PODS, parse_pod, key=lambda p: p.key, namespace=NS, page_size=2,
+        watch_timeout=20, inactivity_timeout=2.0, handler=recorder, backoff_initial=0.05,
+        backoff_max=0.2,
+    )
+    task = asyncio.create_task(inf.run())
+    async with asyncio.timeout(HANG_GUARD):
+        await inf.synced.wait()
+    yield inf, recorder
+    assert not task.done(), "the informer must never stop on its own"
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_paginated_sync_then_watch(
+    srv: EmbeddedApiServer, writer: KubeClient, informer: tuple[Informer[PodRecord], Recorder]
+) -> None:
+    inf, rec = informer
+    assert sorted(inf.store.keys()) == [f"{NS}/p{i}" for i in range(5)]
+    assert sorted(rec.events) == [("add", f"p{i}") for i in range(5)]
+    assert srv.request_counts(verb="LIST", resource="pods") == 3  # pages of 2
+    rec.events.clear()
+    await writer.create(PODS, pod("new"), NS)
+    await writer.patch(PODS, "new", {"metadata": {"labels": {"app": "y"}}}, NS)
+    await writer.delete(PODS, "p0", NS)
+    await wait_for(lambda: len(rec.events) == 3)
+    assert rec.events == [("add", "new"), ("update", "new"), ("delete", "p0")]
+    record = inf.store.get(f"{NS}/new")
+    assert record is not None and record.labels == {"app": "y"}
+    assert f"{NS}/p0" not in inf.store
+    assert inf.stats.lists == 1 and inf.stats.relists == 0
+
+
+async def test_bookmarks_advance_resource_version(
+    writer: KubeClient, informer: tuple[Informer[PodRecord], Recorder]
+) -> None:
+    inf, rec = informer
+    before = int(inf.resource_version or 0)
+    other = await writer.create(PODS, {**pod("elsewhere"), "metadata": {"name": "elsewhere"}},
+                                "kube-system")
+    other_rv = int(other["metadata"]["resourceVersion"])
+    # The informer watches only NS, so only a bookmark can carry it past the foreign write.
+    await wait_for(lambda: int(inf.resource_version or 0) >= other_rv)
+    assert int(inf.resource_version or 0) > before
+    assert inf.stats.events.get("BOOKMARK", 0) > 0
+    assert ("add", "elsewhere") not in rec.events
+
+
+async def test_relist_after_compaction_emits_exactly_the_missed_changes(
+    srv: EmbeddedApiServer, reader: GatedClient, writer: KubeClient,
+    informer: tuple[Informer[PodRecord], Recorder],
+) -> None:
+    inf, rec = informer
+    reader.gate.clear()
+    srv.faults.drop_watches()
+    await wait_for(lambda: not watchers(srv))  # the informer is now waiting to re-watch
+    rec.events.clear()
+    await writer.create(PODS, pod("added"), NS)
+    await writer.patch(PODS, "p1", {"metadata": {"labels": {"app": "changed"}}}, NS)
+    await writer.delete(PODS, "p2", NS)
+    srv.faults.compact()
+    reader.gate.set()  # re-watch from the old resourceVersion: 410, relist, diff
+    await wait_for(lambda: inf.stats.relists == 1 and len(rec.events) >= 3)
+    await asyncio.sleep(0.3)  # nothing else may follow
+    assert sorted(rec.events) == [("add", "added"), ("delete", "p2"), ("update", "p1")]
+    assert sorted(inf.store.keys()) == sorted(
+        f"{NS}/{n}" for n in ("p0", "p1", "p3", "p4", "added")
+    )
+    record = inf.store.get(f"{NS}/p1")
+    assert record is not None and record.labels == {"app": "changed"}
+
+
+async def test_dropped_watch_resumes_without_relist(
+    srv: EmbeddedApiServer, writer: KubeClient, informer: tuple[Informer[PodRecord], Recorder]
+) -> None:
+    inf, rec = informer
+    watches = inf.stats.watches
+    assert srv.faults.drop_watches() >= 1
+    await writer.create(PODS, pod("after-drop"), NS)
+    await wait_for(lambda: ("add", "after-drop") in rec.events)
+    assert inf.stats.watches > watches
+    assert inf.stats.lists == 1 and inf.stats.relists == 0
+    assert srv.request_counts(verb="LIST", resource="pods") == 3
+
+
+async def test_stalled_watch_is_detected_and_recovered(
+    srv: EmbeddedApiServer, writer: KubeClient, informer: tuple[Informer[PodRecord], Recorder]
+) -> None:
+    inf, rec = informer
+    assert srv.faults.stall_watches(60) >= 1
+    await wait_for(lambda: inf.stats.stalls >= 1)
+    await writer.create(PODS, pod("after-stall"), NS)
+    await wait_for(lambda: ("add", "after-stall") in rec.events)
+    assert inf.stats.lists == 1 and inf.stats.relists == 0
+
+
+async def test_malformed_objects_are_skipped(
+    srv: EmbeddedApiServer, writer: KubeClient, informer: tuple[Informer[PodRecord], Recorder]
+) -> None:
+    inf, rec = informer
+    reader_client = inf._client
+    assert isinstance(reader_client, KubeClient)
+    await wait_for(lambda: bool(watchers(srv)))
+    nameless = {"type": "ADDED", "object": {"kind": "Pod", "metadata": {"namespace": NS}}}
+    for watcher in watchers(srv):
+        watcher.send_raw(b"{this is not json\n")
+        watcher.send_raw(b'["an", "array"]\n')
+        watcher.send_raw(orjson.dumps(nameless) + b"\n")
+    await writer.create(PODS, pod("after-garbage"), NS)
+    await wait_for(lambda: ("add", "after-garbage") in rec.events)
+    assert reader_client.malformed_lines >= 2
+    assert inf.stats.parse_errors >= 1
+    assert len(inf.store) == 6

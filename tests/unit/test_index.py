@@ -1,0 +1,129 @@
+"""SelectorIndex answers exactly what a brute-force scan would, and PodIndex follows events."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from slicectl.cache.index import PodIndex, SelectorIndex
+from slicectl.model.apis import SLICECTL
+from slicectl.model.records import PodRecord, SelectorRecord
+from slicectl.model.selector import Requirement, Selector
+
+KEYS = ["app", "tier", "model", "zone"]
+VALUES = ["a", "b", "c"]
+NAMESPACES = ["ns1", "ns2"]
+
+
+def make_selector(
+    name: str, namespace: str, selector: Selector, error: str | None = None
+) -> SelectorRecord:
+    return SelectorRecord(
+        api=SLICECTL, namespace=namespace, name=name, uid=f"uid-{name}", resource_version="1",
+        generation=1, labels={}, selector=Selector() if error else selector, error=error,
+    )
+
+
+def make_pod(name: str, labels: dict[str, str], namespace: str = "ns1", rv: str = "1") -> PodRecord:
+    return PodRecord(
+        namespace=namespace, name=name, uid=f"uid-{name}", resource_version=rv, labels=labels,
+        phase="Running", pod_ips=("10.0.0.1",), ready=True, ready_transition=None,
+        terminating=False, node_name="node-1", hostname="", subdomain="",
+    )
+
+
+requirements = st.one_of(
+    st.builds(
+        Requirement,
+        st.sampled_from(KEYS),
+        st.sampled_from(["In", "NotIn"]),
+        st.frozensets(st.sampled_from(VALUES), min_size=1, max_size=2),
+    ),
+    st.builds(Requirement, st.sampled_from(KEYS), st.sampled_from(["Exists", "DoesNotExist"])),
+)
+selectors = st.builds(Selector, st.lists(requirements, min_size=1, max_size=3).map(tuple))
+label_sets = st.dictionaries(st.sampled_from(KEYS), st.sampled_from(VALUES), max_size=4)
+entries = st.lists(
+    st.tuples(st.sampled_from(NAMESPACES), selectors, st.booleans()), max_size=25
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(entries, st.lists(st.integers(0, 24), max_size=8), label_sets, st.sampled_from(NAMESPACES))
+def test_matching_equals_brute_force(
+    entries: list[tuple[str, Selector, bool]], removals: list[int], labels: dict[str, str],
+    namespace: str,
+) -> None:
+    index = SelectorIndex()
+    records = {}
+    for i, (ns, selector, invalid) in enumerate(entries):
+        error = "bad spec" if invalid and i % 3 == 0 else None
+        record = make_selector(f"s{i}", ns, selector, error)
+        index.add(record)
+        records[record.key] = record
+    for i in removals:
+        removed = index.remove(f"{NAMESPACES[0]}/s{i}") or index.remove(f"{NAMESPACES[1]}/s{i}")
+        if removed is not None:
+            del records[removed.key]
+    expected = sorted(
+        r.key for r in records.values()
+        if r.namespace == namespace and r.error is None and r.selector.matches(labels)
+    )
+    got = [r.key for r in index.matching(namespace, labels)]
+    assert sorted(got) == expected
+    assert len(got) == len(set(got))  # never the same selector twice
+    assert len(index) == len(records)
+
+
+def test_replacing_a_selector_reindexes_it() -> None:
+    index = SelectorIndex()
+    first = Selector((Requirement("app", "In", frozenset({"a"})),))
+    second = Selector((Requirement("app", "In", frozenset({"b"})),))
+    index.add(make_selector("s", "ns1", first))
+    index.add(make_selector("s", "ns1", second))
+    assert index.matching("ns1", {"app": "a"}) == []
+    assert [r.name for r in index.matching("ns1", {"app": "b"})] == ["s"]
+    assert index.matching("ns2", {"app": "b"}) == []
+
+
+def test_selector_without_in_terms_uses_fallback() -> None:
+    index = SelectorIndex()
+    index.add(make_selector("exists", "ns1", Selector((Requirement("app", "Exists"),))))
+    assert [r.name for r in index.matching("ns1", {"app": "x"})] == ["exists"]
+    assert index.matching("ns1", {"other": "x"}) == []
+    index.remove("ns1/exists")
+    assert index.matching("ns1", {"app": "x"}) == []
+
+
+def test_invalid_selector_never_matches_but_is_kept() -> None:
+    index = SelectorIndex()
+    index.add(make_selector("bad", "ns1", Selector(), error="empty selector"))
+    assert index.matching("ns1", {"app": "a"}) == []
+    assert index.get("ns1/bad") is not None
+
+
+def test_shared_label_spreads_over_distinguishing_terms() -> None:
+    index = SelectorIndex()
+    for i in range(10):
+        sel = Selector((
+            Requirement("app", "In", frozenset({"vllm"})),
+            Requirement("model", "In", frozenset({f"m{i}"})),
+        ))
+        index.add(make_selector(f"s{i}", "ns1", sel))
+    assert [r.name for r in index.matching("ns1", {"app": "vllm", "model": "m7"})] == ["s7"]
+    # Only the first selector can sit under the shared posting; the rest spread out.
+    shared = index._postings["ns1"].get(("app", "vllm"), {})
+    assert len(shared) <= 1
+
+
+def test_pod_index_follows_handler_events() -> None:
+    pods = PodIndex()
+    a, b = make_pod("a", {"app": "x"}), make_pod("b", {}, namespace="ns2")
+    pods.on_add(a)
+    pods.on_add(b)
+    a2 = make_pod("a", {"app": "y"}, rv="2")
+    pods.on_update(a, a2)
+    assert list(pods.in_namespace("ns1")) == [a2]
+    pods.on_delete(b)
+    assert list(pods.in_namespace("ns2")) == []
+    assert len(pods) == 1

@@ -1,0 +1,152 @@
+"""Informer bookkeeping with a scripted client: relist differences, malformed objects kept out
+of the diff, bookmarks, and handler failures that must not stop the informer."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from slicectl.cache.informer import FanOut, Informer
+from slicectl.kube.errors import Gone, ServerError
+from slicectl.kube.resources import PODS
+from slicectl.kube.watch import WatchEvent
+from slicectl.model.parse import parse_pod
+from slicectl.model.records import PodRecord
+
+HANG_GUARD = 10.0
+
+
+def raw(name: str, rv: str, uid: bool = True) -> dict[str, Any]:
+    meta = {"name": name, "namespace": "ns", "resourceVersion": rv}
+    if uid:
+        meta["uid"] = f"uid-{name}"
+    return {"metadata": meta}
+
+
+class ScriptedClient:
+    """``list`` answers from ``lists``; each ``watch`` plays the next script, then blocks."""
+
+    def __init__(self, lists: list[tuple[list[Any], str]], watches: list[list[Any]]) -> None:
+        self.lists = lists
+        self.watches = watches
+        self.watch_versions: list[str] = []
+        self.idle = asyncio.Event()
+
+    async def list(self, *args: Any, **kwargs: Any) -> tuple[list[Any], str]:
+        return self.lists.pop(0)
+
+    async def watch(self, *args: Any, resource_version: str, **kw: Any) -> AsyncIterator[Any]:
+        self.watch_versions.append(resource_version)
+        if not self.watches:
+            self.idle.set()
+            await asyncio.Event().wait()
+        for step in self.watches.pop(0):
+            if isinstance(step, Exception):
+                raise step
+            yield step
+
+
+class Recorder:
+    def __init__(self, fail_on: str | None = None) -> None:
+        self.events: list[tuple[str, str]] = []
+        self.fail_on = fail_on
+
+    def on_add(self, new: PodRecord) -> None:
+        self.events.append(("add", new.name))
+        if new.name == self.fail_on:
+            raise RuntimeError("handler bug")
+
+    def on_update(self, old: PodRecord, new: PodRecord) -> None:
+        self.events.append(("update", new.name))
+
+    def on_delete(self, old: PodRecord) -> None:
+        self.events.append(("delete", old.name))
+
+
+async def run_until_idle(client: ScriptedClient, recorder: Recorder) -> Informer[PodRecord]:
+    inf: Informer[PodRecord] = Informer(
+        client, PODS, parse_pod, key=lambda p: p.key, handler=recorder,  # type: ignore[arg-type]
+        backoff_initial=0.01, backoff_max=0.02,
+    )
+    task = asyncio.create_task(inf.run())
+    try:
+        async with asyncio.timeout(HANG_GUARD):
+            await client.idle.wait()
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    return inf
+
+
+async def test_gone_relists_and_emits_only_differences() -> None:
+    first = [raw("a", "1"), raw("b", "1"), raw("c", "1"), raw("d", "1")]
+    second = [raw("a", "1"), raw("b", "5"), raw("c", "6", uid=False), raw("e", "7")]
+    client = ScriptedClient([(first, "4"), (second, "9")], [[Gone(410, "Expired")]])
+    recorder = Recorder()
+    inf = await run_until_idle(client, recorder)
+    initial = [("add", n) for n in "abcd"]
+    assert recorder.events[:4] == initial
+    # a unchanged; b updated; c unparsable now, so kept as it was; d gone; e new.
+    assert sorted(recorder.events[4:]) == [("add", "e"), ("delete", "d"), ("update", "b")]
+    assert sorted(inf.store.keys()) == ["ns/a", "ns/b", "ns/c", "ns/e"]
+    assert client.watch_versions == ["4", "9"]  # the expired "4" is never reused
+    assert (inf.stats.lists, inf.stats.relists, inf.stats.parse_errors) == (2, 1, 1)
+
+
+async def test_watch_events_bookmarks_and_malformed_objects() -> None:
+    events = [
+        WatchEvent("ADDED", raw("a", "2")),
+        WatchEvent("MODIFIED", raw("bad", "3", uid=False)),
+        WatchEvent("BOOKMARK", {"metadata": {"resourceVersion": "8"}}),
+        WatchEvent("DELETED", raw("zzz", "9")),  # unknown key: nothing to delete
+        WatchEvent("MODIFIED", raw("a", "10")),
+    ]
+    # After the stream ends normally, the next watch resumes from the last version seen.
+    client = ScriptedClient([([], "1")], [events])
+    recorder = Recorder()
+    inf = await run_until_idle(client, recorder)
+    assert recorder.events == [("add", "a"), ("update", "a")]
+    assert client.watch_versions == ["1", "10"]
+    assert inf.stats.events == {"ADDED": 1, "MODIFIED": 2, "BOOKMARK": 1, "DELETED": 1}
+    assert inf.stats.parse_errors == 1 and inf.stats.lists == 1
+
+
+async def test_error_event_relists_and_handler_failure_is_contained() -> None:
+    client = ScriptedClient(
+        [([raw("a", "1")], "1"), ([raw("a", "1"), raw("b", "2")], "2")],
+        [[ServerError(500, "InternalError", "boom")]],
+    )
+    recorder = Recorder(fail_on="a")
+    inf = await run_until_idle(client, recorder)
+    assert recorder.events == [("add", "a"), ("add", "b")]
+    assert inf.synced.is_set()
+    assert client.watch_versions == ["1", "2"]
+
+
+@pytest.mark.parametrize("item", [None, "text", 42])
+async def test_non_object_list_items_are_skipped(item: Any) -> None:
+    client = ScriptedClient([([item, raw("a", "1")], "1")], [])
+    inf = await run_until_idle(client, Recorder())
+    assert list(inf.store.keys()) == ["ns/a"]
+    assert inf.stats.parse_errors == 1
+
+
+async def test_fan_out_isolates_handlers() -> None:
+    failing, healthy = Recorder(fail_on="a"), Recorder()
+    client = ScriptedClient([([raw("a", "1"), raw("b", "1")], "1")], [])
+    inf: Informer[PodRecord] = Informer(
+        client, PODS, parse_pod, key=lambda p: p.key,  # type: ignore[arg-type]
+        handler=FanOut(failing, healthy),
+    )
+    task = asyncio.create_task(inf.run())
+    try:
+        async with asyncio.timeout(HANG_GUARD):
+            await client.idle.wait()
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    assert healthy.events == [("add", "a"), ("add", "b")]
+    assert failing.events == [("add", "a"), ("add", "b")]

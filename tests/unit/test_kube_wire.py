@@ -1,0 +1,91 @@
+"""Pure pieces of kube/: paths, request labels, typed errors, watch-line decoding."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from slicectl.kube import errors
+from slicectl.kube.resources import CRDS, ENDPOINTSLICES, NAMESPACES, NODES, PODS, request_labels
+from slicectl.kube.watch import WatchEvent, decode_event
+
+
+def test_resource_paths() -> None:
+    assert PODS.path() == "/api/v1/pods"
+    assert PODS.path("ns") == "/api/v1/namespaces/ns/pods"
+    assert PODS.path("ns", "p", "status") == "/api/v1/namespaces/ns/pods/p/status"
+    assert NODES.path("ignored", "n1") == "/api/v1/nodes/n1"
+    assert ENDPOINTSLICES.path("ns") == "/apis/discovery.k8s.io/v1/namespaces/ns/endpointslices"
+    assert CRDS.api_version == "apiextensions.k8s.io/v1"
+    with pytest.raises(ValueError):
+        PODS.path("ns", None, "status")
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "watch", "expected"),
+    [
+        ("GET", "/api/v1/namespaces/ns/pods", False, ("LIST", "pods")),
+        ("GET", "/api/v1/pods", True, ("WATCH", "pods")),
+        ("GET", "/api/v1/namespaces/ns/pods/p", False, ("GET", "pods")),
+        ("PATCH", "/api/v1/namespaces/ns/pods/p/status", False, ("PATCH", "pods/status")),
+        ("GET", "/api/v1/namespaces", False, ("LIST", "namespaces")),
+        ("PUT", "/api/v1/namespaces/ns/finalize", False, ("PUT", "namespaces/finalize")),
+        ("DELETE", "/api/v1/namespaces/ns", False, ("DELETE", "namespaces")),
+        ("POST", "/apis/discovery.k8s.io/v1/namespaces/ns/endpointslices", False,
+         ("POST", "endpointslices")),
+        ("GET", "/version", False, ("GET", "")),
+    ],
+)
+def test_request_labels(method: str, path: str, watch: bool, expected: tuple[str, str]) -> None:
+    assert request_labels(method, path, watch) == expected
+    assert NAMESPACES.path(name="ns") == "/api/v1/namespaces/ns"
+
+
+@pytest.mark.parametrize(
+    ("status", "reason", "cls"),
+    [
+        (404, "NotFound", errors.NotFound),
+        (409, "AlreadyExists", errors.AlreadyExists),
+        (409, "Conflict", errors.Conflict),
+        (410, "Expired", errors.Gone),
+        (422, "Invalid", errors.Invalid),
+        (429, "TooManyRequests", errors.TooManyRequests),
+        (401, "Unauthorized", errors.Unauthorized),
+        (403, "Forbidden", errors.Forbidden),
+        (503, "ServiceUnavailable", errors.ServerError),
+        (400, "BadRequest", errors.ApiError),
+    ],
+)
+def test_error_for_status(status: int, reason: str, cls: type[errors.ApiError]) -> None:
+    body = {"kind": "Status", "code": status, "reason": reason, "message": "m"}
+    err = errors.error_for(status, body)
+    assert type(err) is cls
+    assert (err.status, err.reason, err.message, err.body) == (status, reason, "m", body)
+
+
+def test_retry_after_from_status_details_when_no_header() -> None:
+    body = {"reason": "TooManyRequests", "details": {"retryAfterSeconds": 3}}
+    assert errors.error_for(429, body).retry_after == 3.0
+    assert errors.error_for(429, body, retry_after=1.0).retry_after == 1.0
+
+
+def test_decode_event_kinds() -> None:
+    bad: list[str] = []
+
+    def on_bad(line: bytes, why: str) -> None:
+        bad.append(why)
+
+    line = orjson.dumps({"type": "ADDED", "object": {"metadata": {"name": "x"}}})
+    assert decode_event(line + b"\n", on_bad) == WatchEvent("ADDED", {"metadata": {"name": "x"}})
+    assert decode_event(b"\n", on_bad) is None
+    assert decode_event(b"{not json\n", on_bad) is None
+    assert decode_event(b"[1,2]\n", on_bad) is None
+    assert decode_event(b'{"type":"WHAT","object":{}}\n', on_bad) is None
+    assert decode_event(b'{"type":"ADDED","object":"str"}\n', on_bad) is None
+    assert len(bad) == 4
+    gone = orjson.dumps({"type": "ERROR", "object": {"code": 410, "reason": "Expired"}})
+    with pytest.raises(errors.Gone):
+        decode_event(gone, on_bad)
+    other = orjson.dumps({"type": "ERROR", "object": {"code": 500, "message": "boom"}})
+    with pytest.raises(errors.ServerError):
+        decode_event(other, on_bad)
