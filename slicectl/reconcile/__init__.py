@@ -1,1 +1,20 @@
-"""The functional core: selector + pods -> desired endpoints; desired + existing slices -> a plan of writes. Pure, no I/O; imports only model/."""
+"""The functional core: selector + pods -> desired endpoints; desired + existing slices -> a plan
+of writes; plan entries -> API bodies and merge patches. Pure, no I/O; imports only model/.
+"""
+
+from slicectl.reconcile.plan import is_managed, plan
+from slicectl.reconcile.render import endpoint_to_json, new_slice_body, port_to_json, slice_patch
+from slicectl.reconcile.types import Plan, Settings, SliceSpec, SliceUpdate
+
+__all__ = [
+    "Plan",
+    "Settings",
+    "SliceSpec",
+    "SliceUpdate",
+    "endpoint_to_json",
+    "is_managed",
+    "new_slice_body",
+    "plan",
+    "port_to_json",
+    "slice_patch",
+]

@@ -1,0 +1,82 @@
+"""The planner's inputs and outputs: settings, the slices it wants, and the plan of writes.
+
+A :class:`Plan` is the whole contract between the pure core and the controller: the controller
+applies ``creates``, then ``updates``, then ``deletes`` (an endpoint moving between slices is
+briefly duplicated rather than briefly missing) and reports the counts as metrics.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from slicectl.model.records import DEFAULT_MANAGED_BY, Endpoint, EndpointPort, SliceRecord
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    max_endpoints_per_slice: int = 100
+    managed_by: str = DEFAULT_MANAGED_BY
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.max_endpoints_per_slice <= 1000:
+            raise ValueError("max_endpoints_per_slice must be between 1 and 1000")
+
+
+@dataclass(frozen=True, slots=True)
+class SliceSpec:
+    """The full desired content of one slice (ports normalised, endpoints sorted)."""
+
+    address_type: str
+    ports: tuple[EndpointPort, ...]
+    endpoints: tuple[Endpoint, ...]
+    labels: Mapping[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class SliceUpdate:
+    """Rewrite ``existing`` so that it holds ``spec`` (a patch carries only the differences)."""
+
+    existing: SliceRecord
+    spec: SliceSpec
+
+    @property
+    def endpoints_changed(self) -> bool:
+        """Order-insensitive: a reordered but equal endpoint list is no change."""
+        old, new = self.existing.endpoints, self.spec.endpoints
+        return len(old) != len(new) or Counter(old) != Counter(new)
+
+    @property
+    def ports_changed(self) -> bool:
+        """Order-insensitive, and a nil port list equals an empty one."""
+        old = self.existing.ports
+        return len(old) != len(self.spec.ports) or Counter(old) != Counter(self.spec.ports)
+
+    @property
+    def labels_changed(self) -> bool:
+        return dict(self.existing.labels) != dict(self.spec.labels)
+
+    @property
+    def changed(self) -> bool:
+        return self.labels_changed or self.ports_changed or self.endpoints_changed
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    creates: tuple[SliceSpec, ...] = ()
+    updates: tuple[SliceUpdate, ...] = ()
+    deletes: tuple[SliceRecord, ...] = ()
+    endpoints_added: int = 0
+    endpoints_removed: int = 0
+    desired_slices: int = 1  # with perfect packing: sum of ceil(n / max) per group, at least 1
+    desired_endpoints: int = 0
+
+    @property
+    def empty(self) -> bool:
+        """True when the plan makes no API write."""
+        return not (self.creates or self.updates or self.deletes)
+
+    @property
+    def writes(self) -> int:
+        return len(self.creates) + len(self.updates) + len(self.deletes)

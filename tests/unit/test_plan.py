@@ -1,0 +1,349 @@
+"""The planner (SPEC section 4; upstream checklist items 1-3 and 22-34) and the render shapes."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from slicectl.model.records import (
+    ANNOTATION_TRIGGER_TIME,
+    IPV4,
+    IPV6,
+    LABEL_MANAGED_BY,
+    LABEL_SELECTOR_NAME,
+    EndpointPort,
+    OwnerRef,
+    PodRecord,
+    SelectorRecord,
+)
+from slicectl.reconcile import Plan, Settings, new_slice_body, plan, slice_patch
+from slicectl.reconcile.render import generate_name
+from tests.unit.reconcile_builders import NODES, FakeCluster, make_pod, make_selector, pods_range
+
+S100 = Settings()
+
+
+def sizes(p: Plan) -> list[int]:
+    return [len(s.endpoints) for s in p.creates]
+
+
+def seed(sel: SelectorRecord, counts: list[int], settings: Settings = S100) -> FakeCluster:
+    """A cluster whose slices hold ``counts`` endpoints each (pods 0..sum-1, in order)."""
+    cluster = FakeCluster()
+    total = 0
+    for n in counts:
+        for spec in plan(sel, pods_range(n, total), NODES, [], settings).creates:
+            cluster.add_raw(new_slice_body(sel, spec, None))
+        total += n
+    return cluster
+
+
+def step(sel: SelectorRecord, pods: list[PodRecord], cluster: FakeCluster,
+         settings: Settings = S100) -> Plan:
+    p = plan(sel, pods, NODES, cluster.slices, settings)
+    cluster.apply(sel, p, "2024-01-01T00:00:00Z")
+    assert plan(sel, pods, NODES, cluster.slices, settings).empty, "re-plan must be a no-op"
+    return p
+
+
+class TestPacking:
+    def test_250_pods_three_creates(self) -> None:
+        p = plan(make_selector(), pods_range(250), NODES, [], S100)
+        assert sizes(p) == [100, 100, 50] and not p.updates and not p.deletes
+        assert (p.desired_slices, p.endpoints_added, p.desired_endpoints) == (3, 250, 250)
+
+    def test_62_61_plus_250(self) -> None:
+        sel = make_selector()
+        cluster = seed(sel, [62, 61])
+        p = plan(sel, pods_range(250), NODES, cluster.slices, S100)
+        assert sizes(p) == [100] and not p.deletes
+        (update,) = p.updates
+        assert (len(update.existing.endpoints), len(update.spec.endpoints)) == (62, 89)
+        assert p.endpoints_added == 127 and p.endpoints_removed == 0
+
+    def test_74_74_plus_300(self) -> None:
+        sel = make_selector()
+        cluster = seed(sel, [74, 74])
+        p = plan(sel, pods_range(300), NODES, cluster.slices, S100)
+        assert sizes(p) == [100, 52] and not p.updates and not p.deletes
+
+    def test_update_packing_goes_to_fullest(self) -> None:
+        sel = make_selector()
+        cluster = seed(sel, [80, 50])
+        pods = pods_range(130)
+        pods[0] = replace(pods[0], ready=False)  # in the 80 slice
+        pods[100] = replace(pods[100], ready=False)  # in the 50 slice
+        pods += pods_range(15, 1000)
+        p = plan(sel, pods, NODES, cluster.slices, S100)
+        assert not p.creates and not p.deletes
+        assert sorted(len(u.spec.endpoints) for u in p.updates) == [50, 95]
+
+    @pytest.mark.parametrize(
+        ("max_n", "want"),
+        [(50, [50] * 5), (80, [80, 80, 80, 10]), (150, [150, 100]), (250, [250]), (500, [250])],
+    )
+    def test_sizing(self, max_n: int, want: list[int]) -> None:
+        p = plan(make_selector(), pods_range(250), NODES, [], Settings(max_n))
+        assert sizes(p) == want
+        assert p.desired_slices == len(want)
+
+    def test_port_change_recycles(self) -> None:
+        sel = make_selector(ports=[{"name": "http", "targetPort": 80}])
+        cluster = seed(sel, [300], Settings(30))
+        assert len(cluster.objects) == 10
+        assert plan(sel, pods_range(300), NODES, cluster.slices, S100).empty
+        moved = make_selector(ports=[{"name": "http", "targetPort": 8080}])
+        p = plan(moved, pods_range(300), NODES, cluster.slices, S100)
+        assert not p.creates and len(p.updates) == 3 and len(p.deletes) == 7
+        assert all(len(u.spec.endpoints) == 100 for u in p.updates)
+        assert all(u.spec.ports == (EndpointPort("http", 8080),) for u in p.updates)
+        cluster.apply(moved, p)
+        assert plan(moved, pods_range(300), NODES, cluster.slices, S100).empty
+
+    def test_label_change_label_only_updates(self) -> None:
+        sel = make_selector(labels={"team": "a"})
+        cluster = seed(sel, [100, 100, 50])
+        relabeled = make_selector(labels={"team": "b", "new": "x"})
+        p = plan(relabeled, pods_range(250), NODES, cluster.slices, S100)
+        assert not p.creates and not p.deletes and len(p.updates) == 3
+        for u in p.updates:
+            patch = slice_patch(relabeled, u, None)
+            assert set(patch) == {"metadata"}
+            assert patch["metadata"]["labels"] == {"team": "b", "new": "x"}
+
+    def test_reserved_label_change_no_update(self) -> None:
+        sel = make_selector()
+        cluster = seed(sel, [10])
+        evil = make_selector(labels={"kubernetes.io/service-name": "x",
+                                     "endpointslice.kubernetes.io/managed-by": "y"})
+        assert plan(evil, pods_range(10), NODES, cluster.slices, S100).empty
+
+    def test_rolling_replacement_one_write(self) -> None:
+        sel = make_selector()
+        cluster = FakeCluster()
+        pods = pods_range(250)
+        step(sel, pods, cluster)
+        pods = [p for p in pods if p.name != "pod-00120"] + pods_range(1, 5000)
+        p = step(sel, pods, cluster)
+        assert (len(p.creates), len(p.updates), len(p.deletes)) == (0, 1, 0)
+        assert (p.endpoints_added, p.endpoints_removed) == (1, 1)
+
+    def test_slice_emptied_is_deleted(self) -> None:
+        sel = make_selector()
+        cluster = seed(sel, [100, 20])
+        p = plan(sel, pods_range(100), NODES, cluster.slices, S100)
+        assert not p.creates and not p.updates and len(p.deletes) == 1
+        assert p.endpoints_removed == 20
+
+    def test_emptied_slice_reused_for_new_endpoints(self) -> None:
+        sel = make_selector()
+        cluster = seed(sel, [100, 20])
+        pods = pods_range(100) + pods_range(5, 9000)  # the 20 gone, 5 new
+        p = plan(sel, pods, NODES, cluster.slices, S100)
+        assert p.writes == 1 and len(p.updates) == 1
+
+
+class TestPlaceholder:
+    def test_no_pods_one_placeholder(self) -> None:
+        sel = make_selector()
+        p = plan(sel, [], NODES, [], S100)
+        (spec,) = p.creates
+        assert (spec.address_type, spec.ports, spec.endpoints) == (IPV4, (), ())
+        assert p.desired_slices == 1 and p.desired_endpoints == 0
+        body = new_slice_body(sel, spec, None)
+        assert body["metadata"]["generateName"] == "web-"
+        assert body["ports"] == [] and body["endpoints"] == []
+        assert body["metadata"]["labels"][LABEL_SELECTOR_NAME] == "web"
+
+    def test_placeholder_family_from_ip_families(self) -> None:
+        p = plan(make_selector(ip_families=["IPv6", "IPv4"]), [], NODES, [], S100)
+        assert [s.address_type for s in p.creates] == [IPV6]
+
+    def test_existing_placeholder_kept(self) -> None:
+        sel = make_selector()
+        cluster = FakeCluster()
+        step(sel, [], cluster)
+        assert len(cluster.objects) == 1
+
+    def test_placeholder_with_other_labels_updated(self) -> None:
+        cluster = FakeCluster()
+        step(make_selector(labels={"a": "1"}), [], cluster)
+        sel = make_selector(labels={"a": "2"})
+        p = plan(sel, [], NODES, cluster.slices, S100)
+        assert (len(p.creates), len(p.updates), len(p.deletes)) == (0, 1, 0)
+
+    def test_all_pods_gone(self) -> None:
+        sel = make_selector()
+        cluster = FakeCluster()
+        step(sel, pods_range(250), cluster)
+        p = step(sel, [], cluster)
+        assert (len(p.creates), len(p.updates), len(p.deletes)) == (0, 1, 2)
+        (remaining,) = cluster.slices
+        assert remaining.endpoints == () and remaining.ports == ()
+
+    def test_pods_fill_placeholder(self) -> None:
+        sel = make_selector()
+        cluster = FakeCluster()
+        step(sel, [], cluster)
+        p = step(sel, pods_range(3), cluster)
+        assert (len(p.creates), len(p.updates), len(p.deletes)) == (0, 1, 0)
+
+    def test_pods_with_ports_recycle_placeholder(self) -> None:
+        sel = make_selector(ports=[{"targetPort": 80}])
+        cluster = FakeCluster()
+        step(sel, [], cluster)
+        p = step(sel, pods_range(3), cluster)
+        assert (len(p.creates), len(p.updates), len(p.deletes)) == (0, 1, 0)
+        assert cluster.slices[0].ports == (EndpointPort("", 80),)
+
+
+class TestOwnershipAndFiltering:
+    def test_foreign_uid_create_then_delete(self) -> None:
+        old = make_selector(uid="old")
+        cluster = seed(old, [10])
+        new = make_selector(uid="new")
+        p = plan(new, pods_range(10), NODES, cluster.slices, S100)
+        assert sizes(p) == [10] and not p.updates
+        assert [s.owner.uid for s in p.deletes if s.owner] == ["old"]
+
+    def test_foreign_placeholder_not_recycled(self) -> None:
+        cluster = seed(make_selector(uid="old"), [0])
+        p = plan(make_selector(uid="new"), [], NODES, cluster.slices, S100)
+        assert (len(p.creates), len(p.updates), len(p.deletes)) == (1, 0, 1)
+
+    def test_other_managers_and_selectors_ignored(self) -> None:
+        sel = make_selector()
+        cluster = seed(sel, [10])
+        (only,) = cluster.objects.values()
+        other = {**only, "metadata": {**only["metadata"], "name": "kcm",
+                                      "labels": {**only["metadata"]["labels"],
+                                                 LABEL_MANAGED_BY: "someone-else"}}}
+        cluster.objects["kcm"] = other
+        assert plan(sel, pods_range(10), NODES, cluster.slices, S100).empty
+        assert plan(make_selector("api", match={"app": "web"}), pods_range(10), NODES,
+                    cluster.slices, S100).creates
+
+    def test_terminating_slices_ignored(self) -> None:
+        sel = make_selector()
+        cluster = seed(sel, [10])
+        for obj in cluster.objects.values():
+            obj["metadata"]["deletionTimestamp"] = "2024-01-01T00:00:00Z"
+        p = plan(sel, pods_range(10), NODES, cluster.slices, S100)
+        assert sizes(p) == [10] and not p.updates and not p.deletes
+
+    def test_unwanted_family_deleted(self) -> None:
+        sel = make_selector()
+        cluster = FakeCluster()
+        step(sel, [make_pod("a", "10.0.0.1", "fd00::1")], cluster)
+        assert len(cluster.objects) == 2
+        v4 = make_selector(ip_families=["IPv4"])
+        p = plan(v4, [make_pod("a", "10.0.0.1", "fd00::1")], NODES, cluster.slices, S100)
+        assert not p.creates and not p.updates
+        assert [s.address_type for s in p.deletes] == [IPV6]
+
+    def test_invalid_selector_plans_nothing(self) -> None:
+        sel = make_selector()
+        cluster = seed(sel, [10])
+        assert plan(replace(sel, error="bad"), [], NODES, cluster.slices, S100).empty
+
+
+class TestNoOpWrites:
+    def test_duplicate_endpoint_healed(self) -> None:
+        sel = make_selector()
+        cluster = seed(sel, [10])
+        (body,) = cluster.objects.values()
+        dup = {**body, "metadata": {**body["metadata"], "name": "dup", "uid": "dup"}}
+        dup["endpoints"] = body["endpoints"][:3]
+        cluster.objects["dup"] = dup
+        p = step(sel, pods_range(10), cluster)
+        assert p.writes == 1
+        total = [e.target.name for s in cluster.slices for e in s.endpoints if e.target]
+        assert sorted(total) == sorted({*total}) and len(total) == 10
+
+    def test_reordered_endpoints_and_ports_no_write(self) -> None:
+        sel = make_selector(ports=[{"name": "a", "targetPort": 1}, {"name": "b", "targetPort": 2}])
+        cluster = FakeCluster()
+        step(sel, pods_range(20), cluster)
+        for obj in cluster.objects.values():
+            obj["endpoints"].reverse()
+            obj["ports"].reverse()
+        assert plan(sel, pods_range(20), NODES, cluster.slices, S100).empty
+
+    def test_node_zone_appears_updates(self) -> None:
+        sel = make_selector()
+        cluster = FakeCluster()
+        pods = [make_pod("a", "10.0.0.1", node="late")]
+        step(sel, pods, cluster)
+        p = plan(sel, pods, {**NODES, "late": NODES["node-1"]}, cluster.slices, S100)
+        (u,) = p.updates
+        assert u.spec.endpoints[0].zone == "zone-a"
+
+
+class TestRender:
+    def test_create_body(self) -> None:
+        sel = make_selector(labels={"team": "ml"},
+                            ports=[{"name": "http", "targetPort": 80, "appProtocol": "h2c"}])
+        pod = make_pod("a", "10.0.0.1", hostname="h", subdomain="web")
+        (spec,) = plan(sel, [pod], NODES, [], S100).creates
+        body = new_slice_body(sel, spec, "2024-01-01T00:00:00.5Z")
+        assert body == {
+            "apiVersion": "discovery.k8s.io/v1",
+            "kind": "EndpointSlice",
+            "metadata": {
+                "generateName": "web-",
+                "namespace": "default",
+                "labels": {"team": "ml", LABEL_SELECTOR_NAME: "web",
+                           LABEL_MANAGED_BY: S100.managed_by},
+                "annotations": {ANNOTATION_TRIGGER_TIME: "2024-01-01T00:00:00.5Z"},
+                "ownerReferences": [{
+                    "apiVersion": "slicectl.io/v1alpha1", "kind": "EndpointSelector",
+                    "name": "web", "uid": "sel-uid", "controller": True,
+                    "blockOwnerDeletion": True,
+                }],
+            },
+            "addressType": "IPv4",
+            "ports": [{"name": "http", "protocol": "TCP", "port": 80, "appProtocol": "h2c"}],
+            "endpoints": [{
+                "addresses": ["10.0.0.1"],
+                "conditions": {"ready": True, "serving": True, "terminating": False},
+                "hostname": "h",
+                "targetRef": {"kind": "Pod", "namespace": "default", "name": "a", "uid": "uid-a"},
+                "nodeName": "node-1",
+                "zone": "zone-a",
+            }],
+        }
+
+    def test_generate_name_drops_dash_when_too_long(self) -> None:
+        assert generate_name("web") == "web-"
+        assert generate_name("a" * 253) == "a" * 253
+        assert generate_name("a" * 252) == "a" * 252 + "-"
+
+    def test_patch_only_changed_fields(self) -> None:
+        sel = make_selector(labels={"keep": "1", "drop": "1"})
+        cluster = FakeCluster()
+        pods = pods_range(3)
+        step(sel, pods, cluster)
+        (existing,) = cluster.slices
+        new_sel = make_selector(labels={"keep": "1", "add": "2"})
+        pods[1] = replace(pods[1], ready=False)
+        (u,) = plan(new_sel, pods, NODES, cluster.slices, S100).updates
+        patch = slice_patch(new_sel, u, None)
+        assert set(patch) == {"metadata", "endpoints"}
+        assert patch["metadata"]["resourceVersion"] == existing.resource_version
+        assert patch["metadata"]["labels"] == {"add": "2", "drop": None}
+        # the stale trigger time of the previous write is removed (upstream: zero -> removed)
+        assert patch["metadata"]["annotations"] == {ANNOTATION_TRIGGER_TIME: None}
+        assert [e["conditions"]["ready"] for e in patch["endpoints"]] == [True, False, True]
+        with_time = slice_patch(new_sel, u, "2024-02-02T00:00:00Z")
+        assert with_time["metadata"]["annotations"] == {ANNOTATION_TRIGGER_TIME:
+                                                        "2024-02-02T00:00:00Z"}
+
+    def test_patch_refuses_foreign_slice(self) -> None:
+        sel = make_selector()
+        cluster = seed(sel, [2])
+        (u,) = plan(make_selector(labels={"x": "y"}), pods_range(2), NODES, cluster.slices,
+                    S100).updates
+        foreign = replace(u, existing=replace(u.existing, owner=OwnerRef("v1", "X", "x", "zz")))
+        with pytest.raises(ValueError, match="not owned"):
+            slice_patch(sel, foreign, None)
