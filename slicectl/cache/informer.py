@@ -88,6 +88,7 @@ class InformerStats:
     watches: int = 0  # watch requests started
     stalls: int = 0  # watches ended by the inactivity watchdog
     failures: int = 0  # connection or API errors that caused a backoff
+    consecutive_failures: int = 0  # since the last successful list or watch; liveness reads it
 
 
 class Informer(Generic[T]):
@@ -131,6 +132,10 @@ class Informer(Generic[T]):
         self._log = _log.bind(resource=resource.plural, namespace=namespace or "")
 
     @property
+    def resource_name(self) -> str:
+        return self._resource.plural
+
+    @property
     def resource_version(self) -> str | None:
         """The last resourceVersion seen (list, event or bookmark); None before the first list."""
         return self._rv
@@ -148,6 +153,7 @@ class Informer(Generic[T]):
                 got_events = await self._watch(self._rv)
                 if got_events or time.monotonic() - started > 1.0:
                     failures = 0
+                    self.stats.consecutive_failures = 0
                     continue
                 delay = self._backoff(failures)  # ended at once, twice in a row: slow down
             except Gone:
@@ -171,6 +177,7 @@ class Informer(Generic[T]):
             failures += 1
             if delay:
                 self.stats.failures += 1
+                self.stats.consecutive_failures += 1
                 await asyncio.sleep(delay)
 
     def _backoff(self, failures: int) -> float:
@@ -273,7 +280,7 @@ class Informer(Generic[T]):
             else:
                 handler.on_update(old, new)
         except Exception:
-            self._log.exception("informer_handler_failed", event=kind)
+            self._log.exception("informer_handler_failed", event_type=kind)
 
     def _parse_or_skip(self, raw: Any) -> T | None:
         if isinstance(raw, dict):

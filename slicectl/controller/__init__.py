@@ -1,1 +1,3 @@
-"""The imperative shell: work queue with batching and backoff, workers, slice tracker, plan -> patches, status. Wires kube/, cache/ and reconcile/."""
+"""The imperative shell: work queue with batching and backoff, workers, slice tracker, plan ->
+patches, status. Wires kube/, cache/ and reconcile/.
+"""

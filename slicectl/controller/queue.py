@@ -19,6 +19,7 @@ the ``last-change-trigger-time`` the resulting write reflects.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import heapq
 import itertools
 import time
@@ -38,7 +39,7 @@ class Backoff:
     cap: float = 300.0
 
     def delay(self, failures: int) -> float:
-        return min(self.cap, self.base * (2 ** min(failures, 40)))
+        return min(self.cap, self.base * float(1 << min(failures, 40)))
 
 
 class TokenBucket:
@@ -164,10 +165,8 @@ class WorkQueue:
                 return key, now - ready, trigger
             timeout = self._heap[0][0] - now if self._heap else None
             self._wakeup.clear()
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wakeup.wait(), timeout)
-            except TimeoutError:
-                pass
 
     def done(self, key: str) -> None:
         """Finish processing ``key``; if it was added meanwhile, schedule it again."""

@@ -222,14 +222,17 @@ class KubeClient:
     async def delete(
         self, res: Resource, name: str, namespace: str | None = None, *,
         preconditions: dict[str, Any] | None = None, propagation_policy: str | None = None,
+        grace_period_seconds: int | None = None,
     ) -> dict[str, Any] | None:
         options: dict[str, Any] | None = None
-        if preconditions or propagation_policy:
+        if preconditions or propagation_policy or grace_period_seconds is not None:
             options = {"kind": "DeleteOptions", "apiVersion": "v1"}
             if preconditions:
                 options["preconditions"] = preconditions
             if propagation_policy:
                 options["propagationPolicy"] = propagation_policy
+            if grace_period_seconds is not None:
+                options["gracePeriodSeconds"] = grace_period_seconds
         result = await self.request("DELETE", res.path(namespace, name), json=options)
         return result if isinstance(result, dict) else None
 

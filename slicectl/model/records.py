@@ -53,6 +53,7 @@ class PodRecord:
     subdomain: str
     # Named-port lookup order: regular containers first, then restartable init containers.
     container_ports: tuple[ContainerPort, ...] = ()
+    creation_timestamp: str = ""  # RFC 3339; orders new endpoints so pod cohorts share slices
 
     @property
     def key(self) -> str:

@@ -72,7 +72,7 @@ def pack_group(
         else:
             untouched.append(slot)
 
-    new = sorted(remaining.values(), key=endpoint_sort_key)
+    new = list(remaining.values())  # oldest pods first: see desired.age_order
     result.added = len(new)
     taken = 0
     # Phase 2: slices written anyway, fullest first; then emptied ones (a delete saved).

@@ -87,6 +87,7 @@ def parse_pod(raw: Any) -> PodRecord:
         hostname=string(spec.get("hostname"), f"{label} spec.hostname"),
         subdomain=string(spec.get("subdomain"), f"{label} spec.subdomain"),
         container_ports=tuple(ports),
+        creation_timestamp=string(meta.get("creationTimestamp"), f"{label} creationTimestamp"),
     )
 
 

@@ -1,0 +1,342 @@
+"""The controller: informers feed the router, workers drain the queue through the syncer.
+
+It owns the lifecycle of the moving parts and nothing else:
+
+* caches (pods, nodes as metadata only, the controller's own slices, one informer per selector
+  API flavour) run on every replica, leader or not, so a standby takes over with a warm cache;
+* workers run only while :meth:`start_workers` is in force (the leader); every write is gated by
+  ``may_write`` so a replica that is no longer sure it leads stops writing mid-sync;
+* a selector API that the cluster does not serve yet is retried in the background and does not
+  hold the others back (KEP-6116's non-blocking start-up).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from slicectl.cache.informer import Informer
+from slicectl.controller.queue import ShutDown, WorkQueue
+from slicectl.controller.routing import Router
+from slicectl.controller.sync import StaleCache, Syncer, SyncResult
+from slicectl.controller.tracker import SliceTracker
+from slicectl.controller.writer import NotLeading, SliceWriter
+from slicectl.kube.client import KubeClient
+from slicectl.kube.errors import NotFound
+from slicectl.kube.resources import ENDPOINTSLICES, NODES, PODS, Resource
+from slicectl.model.apis import SLICECTL
+from slicectl.model.parse import parse_node, parse_pod, parse_selector, parse_slice
+from slicectl.model.records import (
+    LABEL_MANAGED_BY,
+    LABEL_SELECTOR_NAME,
+    NodeRecord,
+    PodRecord,
+    SelectorRecord,
+    SelectorRef,
+    SliceRecord,
+)
+from slicectl.obs.events import EventRecorder, selector_reference
+from slicectl.obs.metrics import Metrics, SliceCounts
+from slicectl.reconcile import Settings
+
+log = structlog.get_logger("slicectl.controller")
+
+
+@dataclass(frozen=True)
+class ControllerConfig:
+    namespaces: tuple[str, ...] = ()  # empty: all namespaces
+    selector_apis: tuple[SelectorRef, ...] = (SLICECTL,)
+    settings: Settings = field(default_factory=Settings)
+    batch_period: float = 0.1
+    concurrent_syncs: int = 5
+    status_update_period: float = 10.0
+    watch_timeout: int = 300
+    api_retry_period: float = 10.0  # how often an unserved selector API is looked up again
+
+
+def selector_resource(ref: SelectorRef) -> Resource:
+    return Resource(ref.group, ref.version, ref.plural, namespaced=True, kind=ref.kind)
+
+
+class _Handler:
+    """Adapts three callables (plus a watch-event counter) to the informer handler protocol."""
+
+    def __init__(self, resource: str, add: Any, update: Any, delete: Any, metrics: Metrics | None):
+        self._resource = resource
+        self._add, self._update, self._delete = add, update, delete
+        self._metrics = metrics
+
+    def _count(self, kind: str) -> None:
+        if self._metrics is not None:
+            self._metrics.watch_event(self._resource, kind)
+
+    def on_add(self, new: Any) -> None:
+        self._count("ADDED")
+        self._add(new)
+
+    def on_update(self, old: Any, new: Any) -> None:
+        self._count("MODIFIED")
+        self._update(old, new)
+
+    def on_delete(self, old: Any) -> None:
+        self._count("DELETED")
+        self._delete(old)
+
+
+class Controller:
+    def __init__(
+        self,
+        client: KubeClient,
+        config: ControllerConfig,
+        *,
+        metrics: Metrics | None = None,
+        events: EventRecorder | None = None,
+        may_write: Callable[[], bool] = lambda: True,
+    ) -> None:
+        self.client = client
+        self.config = config
+        self.metrics = metrics
+        self.events = events
+        self.queue = WorkQueue()
+        self.tracker = SliceTracker()
+        self.router = Router(self.queue, self.tracker, config.selector_apis, config.batch_period)
+        self._slice_counts = (
+            SliceCounts(metrics, config.settings.max_endpoints_per_slice) if metrics else None
+        )
+        self._nodes: Informer[NodeRecord] = self._informer(
+            NODES, parse_node, lambda n: n.name, None,
+            _Handler("nodes", self.router.node_added, self.router.node_updated,
+                     self.router.node_deleted, metrics),
+            metadata_only=True,
+        )
+        self._informers: list[Informer[Any]] = [self._nodes]
+        r = self.router
+        for ns in config.namespaces or (None,):
+            self._informers.append(self._informer(
+                PODS, parse_pod, lambda p: p.key, ns,
+                _Handler("pods", r.pod_added, r.pod_updated, r.pod_deleted, metrics)))
+            self._informers.append(self._informer(
+                ENDPOINTSLICES, parse_slice, lambda s: s.key, ns,
+                _Handler("endpointslices", r.slice_added, r.slice_updated, r.slice_deleted,
+                         metrics),
+                label_selector=(
+                    f"{LABEL_MANAGED_BY}={config.settings.managed_by},{LABEL_SELECTOR_NAME}"
+                ),
+            ))
+        self._has_status: dict[str, bool] = {}
+        writer = SliceWriter(client, self.tracker, may_write)
+        self.syncer = Syncer(
+            _Inputs(self), self.tracker, writer, config.settings,
+            write_status=self._write_status, warn=self._warn,
+            status_period=config.status_update_period,
+        )
+        self.caches_synced = asyncio.Event()
+        # One per selector API: set once it is listed, or found unserved at the first look.
+        self._apis_listed = [asyncio.Event() for _ in config.selector_apis]
+
+    def _informer(
+        self, res: Resource, parse: Callable[[dict[str, Any]], Any], key: Callable[[Any], str],
+        namespace: str | None, handler: _Handler, *, label_selector: str | None = None,
+        metadata_only: bool = False,
+    ) -> Informer[Any]:
+        return Informer(
+            self.client, res, parse, key=key, namespace=namespace,
+            label_selector=label_selector, metadata_only=metadata_only,
+            watch_timeout=self.config.watch_timeout, handler=handler,
+        )
+
+    # -- caches -----------------------------------------------------------------------------
+
+    async def run_caches(self) -> None:
+        """Run every informer until cancelled; sets :attr:`caches_synced` once all listed."""
+        async with asyncio.TaskGroup() as tg:
+            for inf in self._informers:
+                tg.create_task(inf.run())
+            for ref, listed in zip(self.config.selector_apis, self._apis_listed, strict=True):
+                tg.create_task(self._run_selector_api(ref, listed))
+            tg.create_task(self._export_stats())
+            await asyncio.gather(*(inf.synced.wait() for inf in self._informers),
+                                 *(e.wait() for e in self._apis_listed))
+            self.caches_synced.set()
+            log.info("caches synced", pods=len(self.router.pods),
+                     selectors=len(self.router.selectors))
+
+    async def _served(self, ref: SelectorRef) -> bool:
+        """Discovery: is the flavour served, and does it have a status subresource?"""
+        try:
+            body = await self.client.request("GET", f"/apis/{ref.group}/{ref.version}")
+        except NotFound:
+            return False
+        names = {r.get("name") for r in body.get("resources", []) if isinstance(r, dict)}
+        if ref.plural not in names:
+            return False
+        self._has_status[ref.group] = f"{ref.plural}/status" in names
+        return True
+
+    async def _run_selector_api(self, ref: SelectorRef, listed: asyncio.Event) -> None:
+        while not await self._served(ref):
+            log.warning("selector API not served; retrying", api=ref.api_version, kind=ref.kind)
+            listed.set()  # do not hold the other APIs back
+            await asyncio.sleep(self.config.api_retry_period)
+        r = self.router
+        handler = _Handler(ref.plural, r.selector_added, r.selector_updated, r.selector_deleted,
+                           self.metrics)
+
+        def parse(raw: dict[str, Any]) -> SelectorRecord:
+            return parse_selector(raw, ref)
+
+        async with asyncio.TaskGroup() as tg:
+            informers = []
+            for ns in self.config.namespaces or (None,):
+                inf = self._informer(selector_resource(ref), parse, _selector_cache_key, ns,
+                                     handler)
+                informers.append(inf)
+                self._informers.append(inf)
+                tg.create_task(inf.run())
+            await asyncio.gather(*(inf.synced.wait() for inf in informers))
+            listed.set()
+
+    async def _export_stats(self) -> None:
+        """Copy informer and queue counters into the metrics every second."""
+        seen: dict[int, int] = {}
+        while True:
+            if self.metrics is not None:
+                for inf in list(self._informers):
+                    relists = inf.stats.relists
+                    for _ in range(relists - seen.get(id(inf), 0)):
+                        self.metrics.relist(inf.resource_name)
+                    seen[id(inf)] = relists
+                self.metrics.set_queue_depth(len(self.queue))
+                self.metrics.set_selectors(len(self.router.selectors))
+            await asyncio.sleep(1.0)
+
+    def watches_alive(self) -> tuple[bool, str]:
+        """Liveness: every informer listed at least once and none is stuck failing."""
+        failing = [i.resource_name for i in self._informers if i.stats.consecutive_failures > 5]
+        return (not failing, f"watches failing: {', '.join(failing)}" if failing else "ok")
+
+    # -- workers ----------------------------------------------------------------------------
+
+    async def run_workers(self) -> None:
+        """Sync every known selector, then keep draining the queue until cancelled."""
+        await self.caches_synced.wait()
+        for key in list(self.router.selectors.keys()):
+            self.queue.add(key)
+        async with asyncio.TaskGroup() as tg:
+            for _ in range(self.config.concurrent_syncs):
+                tg.create_task(self._worker())
+
+    async def _worker(self) -> None:
+        while True:
+            try:
+                key, waited, trigger = await self.queue.get()
+            except ShutDown:
+                return
+            if self.metrics is not None:
+                self.metrics.observe_queue_latency(waited)
+            try:
+                await self._process(key, trigger)
+            finally:
+                self.queue.done(key)
+
+    async def _process(self, key: str, trigger: float | None) -> None:
+        started = time.monotonic()
+        result_name = "success"
+        try:
+            result = await self.syncer.sync(key, trigger)
+        except asyncio.CancelledError:
+            self.queue.add(key, changed_at=trigger)  # not done: keep it for the next leader
+            raise
+        except StaleCache:
+            result_name = "stale"
+            self.queue.add_rate_limited(key)
+        except NotLeading:
+            result_name = "error"
+            self.queue.add(key, changed_at=trigger)
+        except Exception as exc:
+            result_name = "error"
+            delay = self.queue.add_rate_limited(key)
+            log.warning("sync failed", selector=key, error=str(exc), retry_in=round(delay, 3),
+                        failures=self.queue.failures(key))
+        else:
+            self.queue.forget(key)
+            if result.retry_after is not None:
+                self.queue.add(key, result.retry_after)
+            self._record(key, result, trigger)
+        finally:
+            if self.metrics is not None:
+                self.metrics.observe_sync(result_name, time.monotonic() - started)
+
+    def _record(self, key: str, result: SyncResult, trigger: float | None) -> None:
+        if self.metrics is None:
+            return
+        age = time.time() - trigger if trigger is not None else None
+        for op, n in (("create", len(result.writes.created)),
+                      ("update", len(result.writes.updated)),
+                      ("delete", len(result.writes.deleted))):
+            for _ in range(n):
+                self.metrics.slice_write(op, age)
+        if result.plan is None:
+            if self._slice_counts is not None and self.router.selectors.get(key) is None:
+                self._slice_counts.delete(key)
+            return
+        self.metrics.observe_reconcile(result.plan.endpoints_added,
+                                       result.plan.endpoints_removed, result.writes.writes)
+        if self._slice_counts is not None:
+            self._slice_counts.update(key, result.groups, result.slices)
+
+    # -- side effects for the syncer --------------------------------------------------------
+
+    async def _write_status(self, sel: SelectorRecord, patch: dict[str, Any]) -> None:
+        if not self._has_status.get(sel.api.group, sel.api.has_status):
+            return
+        await self.client.patch(selector_resource(sel.api), sel.name, patch, sel.namespace,
+                                subresource="status", patch_type="merge")
+        if self.metrics is not None:
+            self.metrics.status_write()
+
+    def _warn(self, sel: SelectorRecord, reason: str, note: str) -> None:
+        log.warning("selector problem", selector=f"{sel.namespace}/{sel.name}", reason=reason,
+                    note=note)
+        if self.events is not None:
+            self.events.event(selector_reference(sel), "Warning", reason, note)
+
+    def idle(self) -> bool:
+        return self.queue.idle()
+
+
+def _selector_cache_key(sel: SelectorRecord) -> str:
+    return sel.key
+
+
+class _Inputs:
+    """The syncer's view of the caches."""
+
+    def __init__(self, controller: Controller) -> None:
+        self._c = controller
+
+    def selector(self, key: str) -> SelectorRecord | None:
+        return self._c.router.selectors.get(key)
+
+    def pods(self, namespace: str) -> Iterable[PodRecord]:
+        return self._c.router.pods.in_namespace(namespace)
+
+    def nodes(self) -> Mapping[str, NodeRecord]:
+        return self._c._nodes.store.as_mapping()
+
+    def slices(self, key: str) -> Iterable[SliceRecord]:
+        return self._c.router.slices_of(key)
+
+
+async def cancel_quietly(task: asyncio.Task[Any] | None) -> None:
+    if task is None:
+        return
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await task

@@ -1,0 +1,183 @@
+"""From informer events to queue keys: which selectors an event concerns, and how soon.
+
+Informer handlers must be cheap (they run inline with the watch stream), so each one updates an
+index and adds keys to the queue — no listing, no scanning of every selector:
+
+* a **pod** event finds its selectors through the inverted :class:`SelectorIndex`, filtered by
+  the upstream rule (a pure relabel syncs only the selectors the pod entered or left) and is
+  delayed by ``--batch-period`` so bursts coalesce;
+* a **selector** event syncs that selector at once;
+* a **slice** event syncs its selector only when the tracker says it was not our own write
+  (an edit or a deletion by someone else);
+* a **node** event whose zone changed syncs the selectors of the pods on that node.
+
+Queue keys are ``<api group>/<namespace>/<name>`` so two selector flavours with the same name in
+one namespace never share a key or each other's slices.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+
+from slicectl.cache.index import PodIndex, SelectorIndex, selectors_to_sync
+from slicectl.controller.queue import WorkQueue
+from slicectl.controller.tracker import SliceTracker
+from slicectl.model.records import NodeRecord, PodRecord, SelectorRecord, SelectorRef, SliceRecord
+
+
+def selector_key(ref: SelectorRef, namespace: str, name: str) -> str:
+    return f"{ref.group}/{namespace}/{name}"
+
+
+def record_key(record: SelectorRecord) -> str:
+    return selector_key(record.api, record.namespace, record.name)
+
+
+def _owner_group(slice_: SliceRecord) -> str | None:
+    if slice_.owner is None:
+        return None
+    api_version = slice_.owner.api_version
+    return api_version.rpartition("/")[0] if "/" in api_version else ""
+
+
+class Router:
+    """Indexes fed by informer handlers, and the keys they put on the queue."""
+
+    def __init__(
+        self,
+        queue: WorkQueue,
+        tracker: SliceTracker,
+        apis: Sequence[SelectorRef],
+        batch_period: float,
+    ) -> None:
+        self.queue = queue
+        self.tracker = tracker
+        self.apis = tuple(apis)
+        self.batch_period = batch_period
+        self.selectors = SelectorIndex(key=record_key)
+        self.pods = PodIndex()
+        self._pods_by_node: dict[str, dict[str, PodRecord]] = {}  # node -> pod key -> pod
+        self._slices: dict[str, dict[str, SliceRecord]] = {}  # selector key -> slice uid -> slice
+        self._slice_keys: dict[str, tuple[str, ...]] = {}  # slice uid -> selector keys
+
+    # -- reads for the syncer ---------------------------------------------------------------
+
+    def slices_of(self, key: str) -> Iterable[SliceRecord]:
+        return self._slices.get(key, {}).values()
+
+    def _enqueue(self, keys: Iterable[str], delay: float) -> None:
+        now = time.time()
+        for key in keys:
+            self.queue.add(key, delay, changed_at=now)
+
+    # -- pods -------------------------------------------------------------------------------
+
+    def _pod_keys(self, old: PodRecord | None, new: PodRecord | None) -> set[str]:
+        return selectors_to_sync(old, new, self.selectors)
+
+    def _index_node(self, old: PodRecord | None, new: PodRecord | None) -> None:
+        if old is not None and old.node_name:
+            on_node = self._pods_by_node.get(old.node_name)
+            if on_node is not None:
+                on_node.pop(old.key, None)
+                if not on_node:
+                    del self._pods_by_node[old.node_name]
+        if new is not None and new.node_name:
+            self._pods_by_node.setdefault(new.node_name, {})[new.key] = new
+
+    def pod_added(self, new: PodRecord) -> None:
+        self.pods.on_add(new)
+        self._index_node(None, new)
+        self._enqueue(self._pod_keys(None, new), self.batch_period)
+
+    def pod_updated(self, old: PodRecord, new: PodRecord) -> None:
+        self.pods.on_update(old, new)
+        self._index_node(old, new)
+        self._enqueue(self._pod_keys(old, new), self.batch_period)
+
+    def pod_deleted(self, old: PodRecord) -> None:
+        self.pods.on_delete(old)
+        self._index_node(old, None)
+        self._enqueue(self._pod_keys(old, None), self.batch_period)
+
+    # -- selectors --------------------------------------------------------------------------
+
+    def selector_added(self, new: SelectorRecord) -> None:
+        self.selectors.add(new)
+        self._enqueue([record_key(new)], 0.0)
+
+    def selector_updated(self, old: SelectorRecord, new: SelectorRecord) -> None:
+        self.selectors.add(new)
+        # Status writes (ours) change neither: they need no sync.
+        if (old.generation, old.labels, old.deleting, old.uid, old.error) != (
+            new.generation, new.labels, new.deleting, new.uid, new.error
+        ):
+            self._enqueue([record_key(new)], 0.0)
+
+    def selector_deleted(self, old: SelectorRecord) -> None:
+        self.selectors.remove(record_key(old))
+        self._enqueue([record_key(old)], 0.0)
+
+    # -- slices -----------------------------------------------------------------------------
+
+    def _keys_for_slice(self, s: SliceRecord) -> tuple[str, ...]:
+        name = s.selector_name
+        if not name:
+            return ()
+        group = _owner_group(s)
+        apis = [a for a in self.apis if group is None or a.group == group]
+        return tuple(selector_key(a, s.namespace, name) for a in apis)
+
+    def _store_slice(self, s: SliceRecord) -> tuple[str, ...]:
+        keys = self._keys_for_slice(s)
+        self._drop_slice(s.uid)
+        for key in keys:
+            self._slices.setdefault(key, {})[s.uid] = s
+        self._slice_keys[s.uid] = keys
+        return keys
+
+    def _drop_slice(self, uid: str) -> tuple[str, ...]:
+        keys = self._slice_keys.pop(uid, ())
+        for key in keys:
+            by_uid = self._slices.get(key)
+            if by_uid is not None:
+                by_uid.pop(uid, None)
+                if not by_uid:
+                    del self._slices[key]
+        return keys
+
+    def slice_added(self, new: SliceRecord) -> None:
+        keys = self._store_slice(new)
+        self._enqueue([k for k in keys if self.tracker.observe(k, new)], self.batch_period)
+
+    def slice_updated(self, old: SliceRecord, new: SliceRecord) -> None:
+        before = self._slice_keys.get(old.uid, ())
+        keys = self._store_slice(new)
+        moved = set(before) - set(keys)  # relabelled away from a selector: that one must repair
+        for key in moved:
+            self.tracker.observe_deletion(key, old.uid)
+        changed = [k for k in keys if self.tracker.observe(k, new)]
+        self._enqueue([*changed, *moved], self.batch_period)
+
+    def slice_deleted(self, old: SliceRecord) -> None:
+        keys = self._drop_slice(old.uid) or self._keys_for_slice(old)
+        self._enqueue([k for k in keys if self.tracker.observe_deletion(k, old.uid)], 0.0)
+
+    # -- nodes ------------------------------------------------------------------------------
+
+    def _node_changed(self, name: str) -> None:
+        keys: set[str] = set()
+        for pod in self._pods_by_node.get(name, {}).values():
+            keys |= self.selectors.matching_keys(pod.namespace, pod.labels)
+        self._enqueue(keys, self.batch_period)
+
+    def node_added(self, new: NodeRecord) -> None:
+        self._node_changed(new.name)
+
+    def node_updated(self, old: NodeRecord, new: NodeRecord) -> None:
+        if old.zone != new.zone:
+            self._node_changed(new.name)
+
+    def node_deleted(self, old: NodeRecord) -> None:
+        self._node_changed(old.name)

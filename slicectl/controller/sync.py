@@ -1,0 +1,190 @@
+"""One sync of one selector: read the caches, plan, write, report.
+
+This is the imperative shell around :func:`slicectl.reconcile.plan`. It decides nothing about
+slices itself; it only gathers inputs from the caches, refuses to plan from a cache that lags
+behind our own writes (the tracker's *stale* check), hands the plan to the writer, and then
+reports the outcome: metrics, the selector's status (under its write budget) and Warning events.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+import structlog
+
+from slicectl.controller.status import (
+    REASON_INVALID_SPEC,
+    REASON_SYNC_FAILED,
+    Counts,
+    Outcome,
+    decide,
+)
+from slicectl.controller.tracker import SliceTracker
+from slicectl.controller.writer import SliceWriter, WriteResult
+from slicectl.model.records import (
+    Endpoint,
+    EndpointPort,
+    NodeRecord,
+    PodRecord,
+    SelectorRecord,
+    SliceRecord,
+)
+from slicectl.reconcile import Plan, Settings, plan
+
+log = structlog.get_logger("slicectl.sync")
+
+FinalSlice = tuple[tuple[str, tuple[EndpointPort, ...]], tuple[Endpoint, ...]]
+
+
+class StaleCache(Exception):
+    """The slice cache does not show our last writes yet; retry shortly instead of writing."""
+
+
+@dataclass(frozen=True, slots=True)
+class SyncResult:
+    key: str
+    writes: WriteResult
+    plan: Plan | None
+    retry_after: float | None = None  # status counts held back: sync again after this delay
+    # Endpoints per (address type, ports) group once the plan is applied, for the slice gauges.
+    groups: Mapping[object, int] = field(default_factory=dict)
+    slices: int = 0
+
+
+class SyncInputs(Protocol):
+    """What a sync reads; implemented by the controller over its informer stores and indexes."""
+
+    def selector(self, key: str) -> SelectorRecord | None: ...
+
+    def pods(self, namespace: str) -> Iterable[PodRecord]: ...
+
+    def nodes(self) -> Mapping[str, NodeRecord]: ...
+
+    def slices(self, key: str) -> Iterable[SliceRecord]: ...
+
+
+StatusWriter = Callable[[SelectorRecord, dict[str, Any]], Awaitable[None]]
+
+
+def rfc3339nano(ts: float) -> str:
+    """Wall time as RFC 3339 with nanosecond field width, UTC, as Kubernetes writes it."""
+    dt = datetime.fromtimestamp(ts, UTC)
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond:06d}000Z"
+
+
+def final_slices(existing: Iterable[SliceRecord], p: Plan) -> list[FinalSlice]:
+    """Each slice as it stands once the plan is applied: (group, endpoints)."""
+    replaced = {s.uid for s in p.deletes} | {u.existing.uid for u in p.updates}
+    result: list[FinalSlice] = [
+        ((s.address_type, s.ports), s.endpoints) for s in existing if s.uid not in replaced
+    ]
+    for spec in [*p.creates, *(u.spec for u in p.updates)]:
+        result.append(((spec.address_type, spec.ports), spec.endpoints))
+    return result
+
+
+def final_counts(slices: Iterable[FinalSlice]) -> Counts:
+    endpoints = ready = n = 0
+    for _, eps in slices:
+        n += 1
+        endpoints += len(eps)
+        ready += sum(1 for e in eps if e.ready)
+    return Counts(endpoints=endpoints, ready_endpoints=ready, endpoint_slices=n)
+
+
+class Syncer:
+    def __init__(
+        self,
+        inputs: SyncInputs,
+        tracker: SliceTracker,
+        writer: SliceWriter,
+        settings: Settings,
+        *,
+        write_status: StatusWriter | None,
+        warn: Callable[[SelectorRecord, str, str], None],
+        status_period: float = 10.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._in = inputs
+        self._tracker = tracker
+        self._writer = writer
+        self._settings = settings
+        self._write_status = write_status
+        self._warn = warn
+        self._status_period = status_period
+        self._clock = clock
+        self._last_status_write: dict[str, float] = {}
+
+    def forget(self, key: str) -> None:
+        self._tracker.forget(key)
+        self._last_status_write.pop(key, None)
+
+    async def sync(self, key: str, trigger: float | None) -> SyncResult:
+        sel = self._in.selector(key)
+        if sel is None:
+            self.forget(key)  # its slices are left to the garbage collector
+            return SyncResult(key, WriteResult(), None)
+        if sel.deleting:
+            return SyncResult(key, WriteResult(), None)  # do not race the garbage collector
+        if sel.error is not None:
+            self._warn(sel, REASON_INVALID_SPEC, sel.error)
+            retry = await self._report(key, sel, Outcome(None, REASON_INVALID_SPEC, sel.error))
+            return SyncResult(key, WriteResult(), None, retry)
+
+        cached = list(self._in.slices(key))
+        if self._tracker.stale(key, cached):
+            raise StaleCache(f"{key}: slice cache behind our writes")
+        existing = [s for s in cached if not s.terminating]
+        selected = [p for p in self._in.pods(sel.namespace) if sel.selector.matches(p.labels)]
+        the_plan = plan(sel, selected, self._in.nodes(), existing, self._settings)
+        trigger_time = rfc3339nano(trigger) if trigger is not None else None
+        result = WriteResult()
+        try:
+            if not the_plan.empty:
+                result = await self._writer.apply(key, sel, the_plan, trigger_time)
+        except Exception as exc:
+            message = f"failed to write EndpointSlices: {exc}"
+            self._warn(sel, "FailedToUpdateEndpointSlices", message)
+            await self._report(key, sel, Outcome(None, REASON_SYNC_FAILED, message))
+            raise
+        log.info(
+            "synced",
+            selector=key,
+            pods=len(selected),
+            created=len(result.created),
+            updated=len(result.updated),
+            deleted=len(result.deleted),
+            conflicts=result.conflicts,
+            added=the_plan.endpoints_added,
+            removed=the_plan.endpoints_removed,
+        )
+        final = final_slices(existing, the_plan)
+        retry = await self._report(key, sel, Outcome(final_counts(final)))
+        groups: dict[object, int] = {}
+        for group, eps in final:
+            groups[group] = groups.get(group, 0) + len(eps)
+        return SyncResult(key, result, the_plan, retry, groups, len(final))
+
+    async def _report(self, key: str, sel: SelectorRecord, outcome: Outcome) -> float | None:
+        if self._write_status is None or not sel.api.has_status:
+            return None
+        now = self._clock()
+        decision = decide(
+            sel,
+            outcome,
+            last_write=self._last_status_write.get(key),
+            now=now,
+            period=self._status_period,
+        )
+        if decision.patch is not None:
+            try:
+                await self._write_status(sel, decision.patch)
+                self._last_status_write[key] = now
+            except Exception as exc:  # status never fails a sync; the next sync tries again
+                log.warning("status write failed", selector=key, error=str(exc))
+        return decision.retry_after
+

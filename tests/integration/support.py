@@ -1,0 +1,210 @@
+"""Building blocks for integration tests: manifests, waiting, and counting slice writes.
+
+Everything here talks to the API server over HTTP with slicectl's own client, so the same tests
+run against the embedded server and against a real cluster (``SLICECTL_TEST_KUBECONFIG``).
+Slice writes are counted from a watch on EndpointSlices, which any API server offers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from slicectl.cli.run import RunOptions, run_controller
+from slicectl.controller.controller import Controller, ControllerConfig
+from slicectl.kube.client import ClientSettings, KubeClient
+from slicectl.kube.errors import AlreadyExists, NotFound
+from slicectl.kube.resources import CRDS, ENDPOINTSLICES, NODES, PODS, Resource
+from slicectl.model.apis import SLICECTL
+from slicectl.model.records import LABEL_SELECTOR_NAME
+from slicectl.reconcile import Settings
+
+ROOT = Path(__file__).resolve().parents[2]
+CRD_PATH = ROOT / "charts/slicectl/crds/slicectl.io_endpointselectors.yaml"
+FIXTURE_CRDS = ROOT / "tests/fixtures/crds"
+ESEL = Resource("slicectl.io", "v1alpha1", "endpointselectors", kind="EndpointSelector")
+HANG_GUARD = 30.0
+
+
+def load_yaml(path: Path) -> dict[str, Any]:
+    with path.open() as fh:
+        doc: dict[str, Any] = yaml.safe_load(fh)
+    return doc
+
+
+async def apply_crd(client: KubeClient, path: Path) -> dict[str, Any]:
+    """Create or replace a CRD from a YAML file and wait until its API is served."""
+    body = load_yaml(path)
+    name = body["metadata"]["name"]
+    try:
+        await client.create(CRDS, body)
+    except AlreadyExists:
+        current = await client.get(CRDS, name)
+        body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+        await client.replace(CRDS, name, body)
+    group = body["spec"]["group"]
+    version = next(v["name"] for v in body["spec"]["versions"] if v.get("served"))
+    plural = body["spec"]["names"]["plural"]
+
+    async def served() -> bool:
+        try:
+            doc = await client.request("GET", f"/apis/{group}/{version}")
+        except NotFound:
+            return False
+        return any(r.get("name") == plural for r in doc.get("resources", []))
+
+    await wait_until(served, what=f"CRD {name} served")
+    return dict(body)
+
+
+async def wait_until(
+    predicate: Callable[[], Awaitable[bool]], *, limit: float = HANG_GUARD, what: str = "",
+    interval: float = 0.02,
+) -> float:
+    """Poll until ``predicate`` is true; returns the seconds it took (a hang guard, no SLA)."""
+    start = time.monotonic()
+    while not await predicate():
+        if time.monotonic() - start > limit:
+            raise AssertionError(f"timed out after {limit}s waiting for {what or predicate}")
+        await asyncio.sleep(interval)
+    return time.monotonic() - start
+
+
+def pod_body(
+    name: str, labels: dict[str, str], *, node: str = "node-a", port_name: str = "http",
+    port: int = 8080,
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {
+            "nodeName": node,
+            "containers": [{
+                "name": "app", "image": "registry.k8s.io/pause:3.10",
+                "ports": [{"name": port_name, "containerPort": port, "protocol": "TCP"}],
+            }],
+        },
+    }
+
+
+def pod_status(ip: str, ready: bool = True) -> dict[str, Any]:
+    stamp = "2026-01-01T00:00:00Z"
+    return {"status": {
+        "phase": "Running", "podIP": ip, "podIPs": [{"ip": ip}],
+        "conditions": [{"type": "Ready", "status": "True" if ready else "False",
+                        "lastTransitionTime": stamp}],
+    }}
+
+
+async def create_pod(
+    client: KubeClient, ns: str, name: str, ip: str, labels: dict[str, str],
+    ready: bool = True, **kw: Any,
+) -> dict[str, Any]:
+    await client.create(PODS, pod_body(name, labels, **kw), ns)
+    return await client.patch(PODS, name, pod_status(ip, ready), ns, subresource="status")
+
+
+async def set_ready(client: KubeClient, ns: str, name: str, ready: bool) -> None:
+    pod = await client.get(PODS, name, ns)
+    ip = pod["status"]["podIPs"][0]["ip"]
+    await client.patch(PODS, name, pod_status(ip, ready), ns, subresource="status")
+
+
+async def ensure_node(client: KubeClient, name: str, zone: str) -> None:
+    body = {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {"topology.kubernetes.io/zone": zone}}}
+    with contextlib.suppress(AlreadyExists):
+        await client.create(NODES, body)
+
+
+def selector_body(
+    name: str, match_labels: dict[str, str], *, ports: list[dict[str, Any]] | None = None,
+    labels: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {"selector": {"matchLabels": match_labels}}
+    if ports is not None:
+        spec["ports"] = ports
+    return {"apiVersion": "slicectl.io/v1alpha1", "kind": "EndpointSelector",
+            "metadata": {"name": name, "labels": labels or {}}, "spec": spec}
+
+
+async def slices_of(client: KubeClient, ns: str, selector: str) -> list[dict[str, Any]]:
+    items, _ = await client.list(ENDPOINTSLICES, ns,
+                                 label_selector=f"{LABEL_SELECTOR_NAME}={selector}")
+    return [s for s in items if not s["metadata"].get("deletionTimestamp")]
+
+
+class SliceWrites:
+    """Counts EndpointSlice writes in a namespace from a watch (ADDED/MODIFIED/DELETED)."""
+
+    def __init__(self, client: KubeClient, ns: str) -> None:
+        self.client, self.ns = client, ns
+        self.counts: Counter[str] = Counter()
+        self.times: list[float] = []
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    async def start(self) -> None:
+        _, rv = await self.client.list(ENDPOINTSLICES, self.ns)
+        self._task = asyncio.create_task(self._run(rv))
+
+    async def _run(self, rv: str) -> None:
+        async for event in self.client.watch(ENDPOINTSLICES, self.ns, resource_version=rv,
+                                             timeout_seconds=600):
+            if event.type in ("ADDED", "MODIFIED", "DELETED"):
+                self.counts[event.type] += 1
+                self.times.append(time.monotonic())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def quiet(self, seconds: float = 0.5) -> None:
+        """Wait until no write has been seen for ``seconds``."""
+        while True:
+            before = self.total
+            await asyncio.sleep(seconds)
+            if self.total == before:
+                return
+
+
+def options(kubeconfig: str, ns: str, **overrides: Any) -> RunOptions:
+    config = ControllerConfig(
+        namespaces=(ns,),
+        selector_apis=overrides.pop("selector_apis", (SLICECTL,)),
+        settings=Settings(overrides.pop("max_endpoints_per_slice", 100),
+                          overrides.pop("managed_by", "endpointselector-controller.slicectl.io")),
+        batch_period=overrides.pop("batch_period", 0.1),
+        status_update_period=overrides.pop("status_update_period", 10.0),
+    )
+    return RunOptions(controller=config, kubeconfig=kubeconfig,
+                      client=ClientSettings(qps=1000.0, burst=1000),
+                      metrics_bind_address="0", health_probe_bind_address="0", **overrides)
+
+
+@contextlib.asynccontextmanager
+async def running_controller(opts: RunOptions) -> AsyncIterator[Controller]:
+    """Run the controller in-process, exactly as ``slicectl run`` does, until the block exits."""
+    stop = asyncio.Event()
+    started: asyncio.Future[Controller] = asyncio.get_running_loop().create_future()
+    task = asyncio.create_task(
+        run_controller(opts, stop, on_started=lambda c, _h: started.set_result(c)))
+    controller = await asyncio.wait_for(asyncio.shield(started), HANG_GUARD)
+    try:
+        yield controller
+    finally:
+        stop.set()
+        code = await asyncio.wait_for(task, HANG_GUARD)
+        assert code == 0

@@ -1,0 +1,236 @@
+"""Issue acceptance: EndpointSelector in, minimal EndpointSlices out, over real HTTP.
+
+Each test runs the controller in-process exactly as ``slicectl run`` does, against the embedded
+API server (or a real cluster with SLICECTL_TEST_KUBECONFIG). Slice writes are counted from an
+independent watch. Latencies are printed (``-s``) for the record, never asserted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from slicectl.kube.resources import ENDPOINTSLICES, PODS
+from slicectl.model.records import LABEL_MANAGED_BY, LABEL_SELECTOR_NAME
+from tests.integration.conftest import Cluster
+from tests.integration.support import (
+    ESEL,
+    SliceWrites,
+    create_pod,
+    ensure_node,
+    options,
+    running_controller,
+    selector_body,
+    set_ready,
+    slices_of,
+    wait_until,
+)
+
+WEB = {"app": "web"}
+HTTP_PORT = [{"name": "http", "protocol": "TCP", "targetPort": "http"}]
+
+
+def ip(i: int) -> str:
+    return f"10.1.{i // 250}.{i % 250 + 1}"
+
+
+async def make_pods(c: Cluster, count: int, start: int = 0, **kw: Any) -> None:
+    sem = asyncio.Semaphore(32)
+
+    async def one(i: int) -> None:
+        async with sem:
+            await create_pod(c.client, c.namespace, f"web-{i}", ip(i), WEB,
+                             node=f"node-{i % 3}", **kw)
+
+    await asyncio.gather(*(one(i) for i in range(start, start + count)))
+
+
+async def setup_web(c: Cluster, pods: int = 250) -> None:
+    for n in range(3):
+        await ensure_node(c.client, f"node-{n}", f"zone-{n}")
+    await make_pods(c, pods)
+    await c.client.create(ESEL, selector_body("web", WEB, ports=HTTP_PORT,
+                                              labels={"team": "ml"}), c.namespace)
+
+
+async def endpoint_total(c: Cluster, name: str = "web") -> int:
+    return sum(len(s.get("endpoints") or []) for s in await slices_of(c.client, c.namespace, name))
+
+
+async def test_250_pods_become_three_slices_with_full_metadata(cluster: Cluster) -> None:
+    c = cluster
+    await setup_web(c)
+    started = time.monotonic()
+    async with running_controller(options(c.kubeconfig, c.namespace)):
+        async def converged() -> bool:
+            return await endpoint_total(c) == 250
+
+        await wait_until(converged, what="250 endpoints")
+        print(f"\n250 pods -> slices in {time.monotonic() - started:.3f}s (incl. cache sync)")
+        slices = await slices_of(c.client, c.namespace, "web")
+        assert sorted(len(s["endpoints"]) for s in slices) == [50, 100, 100]
+        sel = await c.client.get(ESEL, "web", c.namespace)
+        for s in slices:
+            meta = s["metadata"]
+            assert meta["generateName"] == "web-"
+            assert meta["labels"][LABEL_SELECTOR_NAME] == "web"
+            assert meta["labels"][LABEL_MANAGED_BY] == "endpointselector-controller.slicectl.io"
+            assert meta["labels"]["team"] == "ml"
+            assert "kubernetes.io/service-name" not in meta["labels"]
+            assert "endpoints.kubernetes.io/last-change-trigger-time" in meta["annotations"]
+            (owner,) = meta["ownerReferences"]
+            assert owner == {"apiVersion": "slicectl.io/v1alpha1", "kind": "EndpointSelector",
+                             "name": "web", "uid": sel["metadata"]["uid"], "controller": True,
+                             "blockOwnerDeletion": True}
+            assert s["addressType"] == "IPv4"
+            assert s["ports"] == [{"name": "http", "port": 8080, "protocol": "TCP"}]
+            for ep in s["endpoints"]:
+                assert ep["conditions"] == {"ready": True, "serving": True, "terminating": False}
+                n = int(ep["targetRef"]["name"].split("-")[1])
+                assert ep["addresses"] == [ip(n)]
+                assert ep["nodeName"] == f"node-{n % 3}" and ep["zone"] == f"zone-{n % 3}"
+                assert ep["targetRef"]["kind"] == "Pod"
+                assert ep["targetRef"]["namespace"] == c.namespace
+                assert ep["targetRef"]["uid"]
+                assert "resourceVersion" not in ep["targetRef"]
+
+        async def status_ready() -> bool:
+            status = (await c.client.get(ESEL, "web", c.namespace)).get("status", {})
+            conds = {x["type"]: x for x in status.get("conditions", [])}
+            return (status.get("endpoints") == 250 and status.get("endpointSlices") == 3
+                    and conds.get("Ready", {}).get("status") == "True")
+
+        await wait_until(status_ready, what="status Ready with 250 endpoints")
+        status = (await c.client.get(ESEL, "web", c.namespace))["status"]
+        assert status["readyEndpoints"] == 250
+        assert status["observedGeneration"] == sel["metadata"]["generation"]
+
+
+async def converge_web(c: Cluster, writes: SliceWrites, pods: int = 250) -> None:
+    async def converged() -> bool:
+        return await endpoint_total(c) == pods
+
+    await wait_until(converged, what=f"{pods} endpoints")
+    await writes.quiet()
+
+
+async def test_one_readiness_flip_costs_exactly_one_write(cluster: Cluster) -> None:
+    c = cluster
+    await setup_web(c)
+    writes = SliceWrites(c.client, c.namespace)
+    await writes.start()
+    batch = 0.1
+    async with running_controller(options(c.kubeconfig, c.namespace, batch_period=batch)):
+        await converge_web(c, writes)
+        before = writes.total
+        flipped = time.monotonic()
+        await set_ready(c.client, c.namespace, "web-7", False)
+
+        async def not_ready_listed() -> bool:
+            for s in await slices_of(c.client, c.namespace, "web"):
+                for ep in s["endpoints"]:
+                    if ep["targetRef"]["name"] == "web-7":
+                        return ep["conditions"] == {"ready": False, "serving": False,
+                                                    "terminating": False}
+            return False
+
+        await wait_until(not_ready_listed, what="web-7 not ready in its slice")
+        visible = time.monotonic() - flipped
+        await writes.quiet()
+        print(f"\nreadiness flip visible after {visible * 1000:.0f} ms "
+              f"(batch period {batch * 1000:.0f} ms); slice writes: {writes.total - before}")
+        assert writes.total - before == 1
+    await writes.stop()
+
+
+async def test_ten_deletes_and_ten_creates_in_one_batch_cost_at_most_two_writes(
+    cluster: Cluster,
+) -> None:
+    """A rollout step: the 10 oldest pods go, 10 new ones come, inside one batch period."""
+    c = cluster
+    await setup_web(c)
+    writes = SliceWrites(c.client, c.namespace)
+    await writes.start()
+    async with running_controller(options(c.kubeconfig, c.namespace, batch_period=2.0)):
+        await converge_web(c, writes)
+        before = writes.total
+        started = time.monotonic()
+        await asyncio.gather(*(c.client.delete(PODS, f"web-{i}", c.namespace,
+                                               grace_period_seconds=0)
+                               for i in range(10)))
+        await make_pods(c, 10, start=1000)
+        elapsed = time.monotonic() - started
+
+        async def replaced() -> bool:
+            names = {ep["targetRef"]["name"] for s in await slices_of(c.client, c.namespace, "web")
+                     for ep in s["endpoints"]}
+            return len(names) == 250 and "web-1005" in names and "web-5" not in names
+
+        await wait_until(replaced, what="10 pods replaced")
+        await writes.quiet()
+        print(f"\n10 deletes + 10 creates issued in {elapsed:.2f}s; slice writes: "
+              f"{writes.total - before} ({dict(writes.counts)})")
+        assert writes.total - before <= 2
+    await writes.stop()
+
+
+async def test_hand_deleted_slice_is_recreated_and_hand_edit_reverted(cluster: Cluster) -> None:
+    c = cluster
+    await setup_web(c, pods=20)
+    writes = SliceWrites(c.client, c.namespace)
+    await writes.start()
+    async with running_controller(options(c.kubeconfig, c.namespace)):
+        await converge_web(c, writes, pods=20)
+        (victim,) = await slices_of(c.client, c.namespace, "web")
+        await c.client.delete(ENDPOINTSLICES, victim["metadata"]["name"], c.namespace)
+
+        async def recreated() -> bool:
+            now = await slices_of(c.client, c.namespace, "web")
+            return (len(now) == 1 and now[0]["metadata"]["uid"] != victim["metadata"]["uid"]
+                    and len(now[0]["endpoints"]) == 20)
+
+        await wait_until(recreated, what="slice recreated")
+        (current,) = await slices_of(c.client, c.namespace, "web")
+        tampered = [dict(ep) for ep in current["endpoints"]]
+        tampered[0] = {**tampered[0], "conditions": {"ready": False, "serving": False,
+                                                     "terminating": True}}
+        await c.client.patch(ENDPOINTSLICES, current["metadata"]["name"],
+                             {"endpoints": tampered}, c.namespace)
+
+        async def reverted() -> bool:
+            (s,) = await slices_of(c.client, c.namespace, "web")
+            return all(ep["conditions"]["ready"] for ep in s["endpoints"])
+
+        await wait_until(reverted, what="hand edit reverted")
+    await writes.stop()
+
+
+async def test_selector_deletion_leaves_no_slice_and_foreign_slices_untouched(
+    cluster: Cluster,
+) -> None:
+    c = cluster
+    await setup_web(c, pods=5)
+    foreign = await c.client.create(ENDPOINTSLICES, {
+        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {"name": "web-by-someone-else", "labels": {
+            LABEL_SELECTOR_NAME: "web", LABEL_MANAGED_BY: "someone-else.example.com"}},
+        "addressType": "IPv4", "ports": [],
+        "endpoints": [{"addresses": ["10.9.9.9"], "conditions": {"ready": True}}],
+    }, c.namespace)
+    async with running_controller(options(c.kubeconfig, c.namespace)):
+        async def converged() -> bool:
+            ours = [s for s in await slices_of(c.client, c.namespace, "web")
+                    if s["metadata"]["labels"][LABEL_MANAGED_BY] != "someone-else.example.com"]
+            return sum(len(s["endpoints"]) for s in ours) == 5
+
+        await wait_until(converged, what="5 endpoints")
+        await c.client.delete(ESEL, "web", c.namespace, propagation_policy="Background")
+
+        async def only_foreign_left() -> bool:
+            names = [s["metadata"]["name"] for s in await slices_of(c.client, c.namespace, "web")]
+            return names == ["web-by-someone-else"]
+
+        await wait_until(only_foreign_left, limit=90.0, what="garbage collection of our slices")
+        still = await c.client.get(ENDPOINTSLICES, "web-by-someone-else", c.namespace)
+        assert still["metadata"]["resourceVersion"] == foreign["metadata"]["resourceVersion"]
