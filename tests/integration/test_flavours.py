@@ -1,0 +1,137 @@
+"""Every selector API flavour, invalid specs, and pods whose Node is not known yet.
+
+The core ``discovery.k8s.io/v1alpha1`` EndpointSelector and the Gateway API
+``XEndpointSelector`` are served here by CRDs of those groups (tests/fixtures/crds); they have
+no status subresource, so slicectl writes no status for them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from slicectl.kube.resources import EVENTS, Resource
+from slicectl.model.apis import CORE, GATEWAY, SLICECTL
+from tests.integration.conftest import Cluster
+from tests.integration.support import (
+    ESEL,
+    FIXTURE_CRDS,
+    apply_crd,
+    create_pod,
+    ensure_node,
+    options,
+    running_controller,
+    selector_body,
+    slices_of,
+    wait_until,
+)
+
+CORE_ESEL = Resource("discovery.k8s.io", "v1alpha1", "endpointselectors", kind="EndpointSelector")
+XESEL = Resource("gateway.networking.x-k8s.io", "v1alpha1", "xendpointselectors",
+                 kind="XEndpointSelector")
+
+
+def flavour_body(api_version: str, kind: str, name: str, port: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": api_version, "kind": kind, "metadata": {"name": name},
+            "spec": {"selector": {"matchLabels": {"app": "web"}}, "ports": [port]}}
+
+
+async def test_all_three_selector_apis_with_the_same_name_coexist(cluster: Cluster) -> None:
+    c = cluster
+    await apply_crd(c.client, FIXTURE_CRDS / "discovery.k8s.io_endpointselectors.yaml")
+    await apply_crd(c.client, FIXTURE_CRDS / "gateway.networking.x-k8s.io_xendpointselectors.yaml")
+    await ensure_node(c.client, "node-a", "zone-a")
+    for i in range(3):
+        await create_pod(c.client, c.namespace, f"web-{i}", f"10.4.0.{i + 1}", {"app": "web"})
+    await c.client.create(ESEL, selector_body("web", {"app": "web"},
+                                              ports=[{"name": "http", "targetPort": "http"}]),
+                          c.namespace)
+    await c.client.create(CORE_ESEL, flavour_body(
+        "discovery.k8s.io/v1alpha1", "EndpointSelector", "web",
+        {"name": "http", "targetPort": 8080}), c.namespace)
+    await c.client.create(XESEL, flavour_body(
+        "gateway.networking.x-k8s.io/v1alpha1", "XEndpointSelector", "web",
+        {"name": "grpc", "port": 9000}), c.namespace)
+    opts = options(c.kubeconfig, c.namespace, selector_apis=(SLICECTL, CORE, GATEWAY))
+    async with running_controller(opts):
+        async def three_owners() -> bool:
+            slices = await slices_of(c.client, c.namespace, "web")
+            owners = {s["metadata"]["ownerReferences"][0]["apiVersion"] for s in slices}
+            return len(slices) == 3 and len(owners) == 3 and all(
+                len(s["endpoints"]) == 3 for s in slices)
+
+        await wait_until(three_owners, what="one slice per flavour")
+        by_owner = {s["metadata"]["ownerReferences"][0]["kind"] + "/" +
+                    s["metadata"]["ownerReferences"][0]["apiVersion"]: s
+                    for s in await slices_of(c.client, c.namespace, "web")}
+        assert by_owner["EndpointSelector/slicectl.io/v1alpha1"]["ports"] == [
+            {"name": "http", "port": 8080, "protocol": "TCP"}]
+        assert by_owner["EndpointSelector/discovery.k8s.io/v1alpha1"]["ports"] == [
+            {"name": "http", "port": 8080, "protocol": "TCP"}]
+        assert by_owner["XEndpointSelector/gateway.networking.x-k8s.io/v1alpha1"]["ports"] == [
+            {"name": "grpc", "port": 9000, "protocol": "TCP"}]
+
+        async def status_written() -> bool:
+            status = (await c.client.get(ESEL, "web", c.namespace)).get("status", {})
+            return status.get("endpoints") == 3
+
+        await wait_until(status_written, what="status on the slicectl.io flavour")
+        core = await c.client.get(CORE_ESEL, "web", c.namespace)
+        assert "status" not in core or not core["status"]
+
+
+async def test_invalid_selector_gets_ready_false_and_an_event_while_others_are_served(
+    cluster: Cluster,
+) -> None:
+    c = cluster
+    await ensure_node(c.client, "node-a", "zone-a")
+    await create_pod(c.client, c.namespace, "web-0", "10.5.0.1", {"app": "web"})
+    # Passes the CRD schema (label keys in matchLabels are not checked there) but not slicectl.
+    bad = selector_body("bad", {"not a valid key!": "x"})
+    await c.client.create(ESEL, bad, c.namespace)
+    await c.client.create(ESEL, selector_body("web", {"app": "web"}), c.namespace)
+    async with running_controller(options(c.kubeconfig, c.namespace)):
+        async def web_served() -> bool:
+            slices = await slices_of(c.client, c.namespace, "web")
+            return sum(len(s["endpoints"]) for s in slices) == 1
+
+        await wait_until(web_served, what="valid selector served")
+
+        async def bad_reported() -> bool:
+            status = (await c.client.get(ESEL, "bad", c.namespace)).get("status", {})
+            conds = {x["type"]: x for x in status.get("conditions", [])}
+            ready = conds.get("Ready", {})
+            return ready.get("status") == "False" and ready.get("reason") == "InvalidSpec"
+
+        await wait_until(bad_reported, what="Ready=False InvalidSpec")
+
+        async def warned() -> bool:
+            events, _ = await c.client.list(EVENTS, c.namespace)
+            return any(e.get("type") == "Warning" and e.get("regarding", {}).get("name") == "bad"
+                       and e.get("reason") == "InvalidSpec" for e in events)
+
+        await wait_until(warned, what="Warning event on the invalid selector")
+        assert await slices_of(c.client, c.namespace, "bad") == []
+
+
+async def test_pod_on_unknown_node_is_listed_and_gets_its_zone_when_the_node_appears(
+    cluster: Cluster,
+) -> None:
+    c = cluster
+    node = f"late-node-{c.namespace}"
+    await create_pod(c.client, c.namespace, "web-0", "10.6.0.1", {"app": "web"}, node=node)
+    await c.client.create(ESEL, selector_body("web", {"app": "web"}), c.namespace)
+    async with running_controller(options(c.kubeconfig, c.namespace)):
+        async def listed_without_zone() -> bool:
+            eps = [ep for s in await slices_of(c.client, c.namespace, "web")
+                   for ep in s["endpoints"]]
+            return len(eps) == 1 and eps[0].get("nodeName") == node and "zone" not in eps[0]
+
+        await wait_until(listed_without_zone, what="pod listed before its node exists")
+        await ensure_node(c.client, node, "zone-late")
+
+        async def zoned() -> bool:
+            eps = [ep for s in await slices_of(c.client, c.namespace, "web")
+                   for ep in s["endpoints"]]
+            return len(eps) == 1 and eps[0].get("zone") == "zone-late"
+
+        await wait_until(zoned, what="zone filled in when the node appears")
