@@ -1,1 +1,3 @@
-"""The embedded Kubernetes API server: the real HTTP wire protocol over in-memory storage, for tests, demos and benchmarks without a cluster."""
+"""The embedded Kubernetes API server: the real HTTP wire protocol over in-memory storage, for
+tests, demos and benchmarks without a cluster.
+"""

@@ -1,10 +1,12 @@
 """The REST verbs on one resource type: get, list, watch, create, update, patch, delete.
 
-Decides the request flow of the generic registry: decode and type-check the body, prune and
+Decides the request flow of the generic registry: decode (JSON, YAML, or the protobuf kubectl's
+typed clients send, :mod:`slicectl.sim.protobuf`) and type-check the body, prune and
 report unknown fields (``fieldValidation`` Strict -> 400, Warn -> a Warning header), apply the
 strategy (:mod:`slicectl.sim.objects`), default, validate (422 with causes), check existence
 and optimistic concurrency (404, 409 AlreadyExists, 409 Conflict), store, and answer with the
-object (201 on create), a Table when the client asks for one, or a success Status where the real
+object (201 on create), a Table or PartialObjectMetadata(List) when the Accept header asks for
+one (:mod:`slicectl.sim.negotiation`), or a success Status where the real
 registry returns one. A write that changes nothing is not stored (no new resourceVersion), as
 etcd3's GuaranteedUpdate skips identical writes. CRD writes also (re)install the served types.
 """
@@ -18,17 +20,25 @@ import orjson
 import yaml
 from aiohttp import web
 
-from slicectl.sim import errors, watch
+from slicectl.sim import errors, protobuf, watch
 from slicectl.sim.lifecycle import Lifecycle
 from slicectl.sim.listing import list_objects, make_filter
+from slicectl.sim.negotiation import (
+    Representation,
+    is_a_list,
+    not_a_list,
+    partial,
+    partial_list,
+    representation,
+)
 from slicectl.sim.objects import (
     bump_generation,
-    deep_copy,
     deletion_done,
     prepare_create,
     prepare_update,
 )
 from slicectl.sim.patch import PatchError, apply_patch
+from slicectl.sim.protobuf import ProtobufError, is_protobuf
 from slicectl.sim.registry import Registry, crd_status
 from slicectl.sim.resources import (
     CRD_TYPE,
@@ -50,9 +60,8 @@ def json_response(body: Any, status: int = 200,
                         headers=headers)
 
 
-def wants_table(request: web.Request) -> bool:
-    accept = request.headers.get("Accept", "")
-    return "as=Table" in accept and "g=meta.k8s.io" in accept
+def wanted(request: web.Request) -> Representation:
+    return representation(request.headers.get("Accept", ""))
 
 
 class Api:
@@ -80,10 +89,20 @@ class Api:
     def _answer(self, request: web.Request, rt: ResourceType, obj: Obj, status: int = 200,
                 headers: dict[str, str] | None = None) -> web.Response:
         obj = self._render(rt, obj)
-        if wants_table(request):
+        form = wanted(request)
+        event = self.store.last_event
+        if form == "object" and event is not None and event.obj is obj:
+            # just stored: answer with the bytes its watch event carries (serialized once)
+            return web.Response(body=event.body(), status=status, content_type=JSON,
+                                headers=headers)
+        if form == "Table":
             include = request.query.get("includeObject", "Metadata")
             meta = {"resourceVersion": obj["metadata"].get("resourceVersion", "")}
             return json_response(to_table(rt, [obj], meta, include), status, headers)
+        if form == "PartialObjectMetadata":
+            return json_response(partial(obj), status, headers)
+        if form == "PartialObjectMetadataList":
+            raise not_a_list(form)
         return json_response(obj, status, headers)
 
     def get(self, request: web.Request, rt: ResourceType, namespace: str,
@@ -93,8 +112,13 @@ class Api:
     def list(self, request: web.Request, rt: ResourceType, namespace: str) -> web.Response:
         query = dict(request.query)
         items, meta = list_objects(self.store, rt, make_filter(rt, namespace, query), query)
+        form = wanted(request)
+        if form == "PartialObjectMetadataList":
+            return json_response(partial_list(items, meta))
+        if form == "PartialObjectMetadata":
+            raise is_a_list(form)
         items = [self._render(rt, o) for o in items]
-        if wants_table(request):
+        if form == "Table":
             include = query.get("includeObject", "Metadata")
             return json_response(to_table(rt, items, meta, include))
         return json_response({"kind": rt.list_kind, "apiVersion": rt.group_version,
@@ -105,14 +129,16 @@ class Api:
         query = dict(request.query)
         flt = make_filter(rt, namespace, query)
         render: Callable[[Obj], dict[str, Any]] | None = None
-        if wants_table(request):
+        form = wanted(request)
+        if form == "Table":
             include = query.get("includeObject", "Metadata")
 
             def render(obj: Obj) -> dict[str, Any]:
                 meta = {"resourceVersion": obj["metadata"].get("resourceVersion", "")}
                 return to_table(rt, [self._render(rt, obj)], meta, include)
 
-        watcher, finished = watch.start(self.store, rt, flt, query, render)
+        meta_only = form in ("PartialObjectMetadata", "PartialObjectMetadataList")
+        watcher, finished = watch.start(self.store, rt, flt, query, render, meta_only)
         return await watch.stream(request, self.store, watcher, finished, query,
                                   self.bookmark_interval)
 
@@ -121,10 +147,15 @@ class Api:
     async def _body(self, request: web.Request, rt: ResourceType) -> Obj:
         raw = await request.read()
         media = request.content_type
-        if "json" not in media and "yaml" not in media:
-            raise errors.unsupported_media_type(media)
         try:
-            body = yaml.safe_load(raw) if "yaml" in media else orjson.loads(raw)
+            if is_protobuf(media):
+                body = protobuf.decode(raw)
+            elif "json" in media or "yaml" in media:
+                body = yaml.safe_load(raw) if "yaml" in media else orjson.loads(raw)
+            else:
+                raise errors.unsupported_media_type(media)
+        except ProtobufError as exc:
+            raise errors.unsupported_media_type(f"{media}: {exc}") from exc
         except (orjson.JSONDecodeError, yaml.YAMLError) as exc:
             raise errors.bad_request(
                 f"couldn't get version/kind; json parse error: {exc}") from exc
@@ -230,8 +261,7 @@ class Api:
         raw = await request.read()
         old = self._existing(rt, namespace, name)
         try:
-            patched = apply_patch(deep_copy(old), raw, request.headers.get("Content-Type", ""),
-                                  rt)
+            patched = apply_patch(old, raw, request.headers.get("Content-Type", ""), rt)
         except PatchError as exc:
             raise errors.ApiError(exc.code, exc.reason, exc.message) from exc
         self._check_kind(rt, patched)
@@ -276,8 +306,11 @@ class Api:
         options: dict[str, Any] = {}
         if raw.strip():
             try:
-                options = orjson.loads(raw)
-            except orjson.JSONDecodeError as exc:
+                if is_protobuf(request.content_type):
+                    options = protobuf.decode(raw)
+                else:
+                    options = orjson.loads(raw)
+            except (orjson.JSONDecodeError, ProtobufError) as exc:
                 raise errors.bad_request(f"invalid DeleteOptions: {exc}") from exc
             if not isinstance(options, dict):
                 raise errors.bad_request("invalid DeleteOptions: expected an object")
@@ -310,7 +343,7 @@ class Api:
                      name: str) -> web.Response:
         options = await self._delete_options(request)
         obj = self._existing(rt, namespace, name)
-        if request.query.get("dryRun") == "All":
+        if request.query.get("dryRun") == "All" or "All" in (options.get("dryRun") or ()):
             return self._answer(request, rt, obj)
         result, gone = self._delete_one(rt, obj, options)
         if gone and not returns_deleted_object(rt):

@@ -10,6 +10,7 @@ service or namespace starts with.
 
 from __future__ import annotations
 
+import copy
 import random
 import uuid
 from datetime import UTC, datetime
@@ -31,9 +32,12 @@ def now_timestamp() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def deep_copy(obj: Obj) -> Obj:
-    copied: Obj = orjson.loads(orjson.dumps(obj))
-    return copied
+def deep_copy(value: Any) -> Any:
+    """A deep copy of a JSON value (orjson's round trip: far faster than copy.deepcopy)."""
+    try:
+        return orjson.loads(orjson.dumps(value))
+    except TypeError:  # a YAML body's non-string keys or dates: copy them as they are
+        return copy.deepcopy(value)
 
 
 def generated_name(prefix: str) -> str:

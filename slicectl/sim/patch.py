@@ -25,6 +25,7 @@ from typing import Any
 
 import yaml
 
+from slicectl.sim.objects import deep_copy
 from slicectl.sim.types import ResourceType
 from slicectl.sim.validation.builtin import builtin_schemas, resolve
 
@@ -63,7 +64,7 @@ def apply_patch(
     else:
         patch = _decode_json(patch_body)
     if media == JSON_PATCH:
-        result: Any = _json_patch(copy.deepcopy(original), patch)
+        result: Any = _json_patch(deep_copy(original), patch)
     elif media == MERGE_PATCH:
         if not isinstance(patch, dict):
             raise PatchError(400, "BadRequest", "Invalid JSON Patch")
@@ -96,15 +97,22 @@ def _decode_yaml(body: bytes) -> Any:
 # --- RFC 7386 --------------------------------------------------------------------------------
 
 def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386 JSON merge patch (returns a new value)."""
+    """RFC 7386 JSON merge patch (returns a new value; neither argument is changed)."""
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    result = {k: copy.deepcopy(v) for k, v in target.items()} if isinstance(target, dict) else {}
+        return deep_copy(patch)
+    return _merge_into(deep_copy(target) if isinstance(target, dict) else {}, deep_copy(patch))
+
+
+def _merge_into(result: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    """Merge private ``patch`` into private ``result`` in place."""
     for key, value in patch.items():
         if value is None:
             result.pop(key, None)
+        elif isinstance(value, dict):
+            current = result.get(key)
+            result[key] = _merge_into(current if isinstance(current, dict) else {}, value)
         else:
-            result[key] = merge_patch(result.get(key), value)
+            result[key] = value
     return result
 
 

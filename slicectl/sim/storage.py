@@ -31,7 +31,7 @@ StorageKey = tuple[str, str]
 class Event:
     """One change: its resourceVersion, type, the object after it, and the object before it."""
 
-    __slots__ = ("_lines", "_obj_bytes", "key", "obj", "prev", "rv", "type")
+    __slots__ = ("_bodies", "_lines", "key", "obj", "prev", "rv", "type")
 
     def __init__(self, rv: int, etype: str, key: str, obj: Obj, prev: Obj | None) -> None:
         self.rv = rv
@@ -39,18 +39,27 @@ class Event:
         self.key = key
         self.obj = obj
         self.prev = prev
-        self._obj_bytes: bytes | None = None
-        self._lines: dict[str, bytes] = {}
+        self._bodies: dict[bool, bytes] = {}
+        self._lines: dict[tuple[str, bool], bytes] = {}
 
-    def line(self, etype: str | None = None) -> bytes:
-        """The watch stream line for this event, optionally re-typed (ADDED/DELETED on filters)."""
+    def body(self, meta_only: bool = False) -> bytes:
+        """The object's JSON (or its PartialObjectMetadata's), serialized once: the same bytes
+        answer the write that caused the event and go into every watcher's line."""
+        body = self._bodies.get(meta_only)
+        if body is None:
+            body = self._bodies[meta_only] = orjson.dumps(
+                {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+                 "metadata": self.obj["metadata"]} if meta_only else self.obj)
+        return body
+
+    def line(self, etype: str | None = None, meta_only: bool = False) -> bytes:
+        """The watch stream line for this event, optionally re-typed (ADDED/DELETED on filters)
+        and as metadata only (a PartialObjectMetadata); each form is serialized once."""
         etype = etype or self.type
-        line = self._lines.get(etype)
+        line = self._lines.get((etype, meta_only))
         if line is None:
-            if self._obj_bytes is None:
-                self._obj_bytes = orjson.dumps(self.obj)
-            line = b'{"type":"' + etype.encode() + b'","object":' + self._obj_bytes + b"}\n"
-            self._lines[etype] = line
+            line = b'{"type":"' + etype.encode() + b'","object":' + self.body(meta_only) + b"}\n"
+            self._lines[(etype, meta_only)] = line
         return line
 
 
@@ -87,6 +96,7 @@ class Store:
         self.uids: dict[str, tuple[StorageKey, str]] = {}
         self.dependents: dict[str, set[tuple[StorageKey, str]]] = {}
         self.hooks: list[Callable[[StorageKey, Event], None]] = []
+        self.last_event: Event | None = None  # the event of the latest put
 
     def bucket(self, rt: ResourceType) -> Bucket:
         skey = storage_key(rt)
@@ -120,8 +130,8 @@ class Store:
         skey = storage_key(rt)
         self.uids[meta["uid"]] = (skey, key)
         self._reindex_owners(skey, key, prev, obj)
-        self._emit(skey, bucket, Event(self.rv, "ADDED" if prev is None else "MODIFIED",
-                                       key, obj, prev))
+        self.last_event = Event(self.rv, "ADDED" if prev is None else "MODIFIED", key, obj, prev)
+        self._emit(skey, bucket, self.last_event)
         return obj
 
     def remove(self, rt: ResourceType, obj: Obj) -> Obj:

@@ -7,7 +7,8 @@ when history no longer reaches back there), filter transitions as the watch cach
 (an object that stops matching is DELETED for this watcher, one that starts matching is ADDED),
 periodic BOOKMARK events, timeoutSeconds, and the faults that drop (end cleanly) or stall (send
 nothing, not even bookmarks) a stream. Event bytes come from :meth:`Event.line`, shared by all
-watchers; only Table watches render per watcher.
+watchers (the object or, for metadata-only watches, its PartialObjectMetadata); only Table
+watches render per watcher.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from aiohttp import web
 
 from slicectl.sim import errors
 from slicectl.sim.listing import Filter
+from slicectl.sim.negotiation import partial
 from slicectl.sim.storage import Event, Obj, Store
 from slicectl.sim.types import ResourceType
 
@@ -34,10 +36,12 @@ Render = Callable[[Obj], dict[str, Any]]
 class Watcher:
     """One open watch: filters offered events into a byte buffer its stream task drains."""
 
-    def __init__(self, rt: ResourceType, flt: Filter, render: Render | None) -> None:
+    def __init__(self, rt: ResourceType, flt: Filter, render: Render | None,
+                 meta_only: bool = False) -> None:
         self.rt = rt
         self.flt = flt
         self.render = render
+        self.meta_only = meta_only
         self.buffer: list[bytes] = []
         self.wake = asyncio.Event()
         self.closed = False
@@ -45,7 +49,7 @@ class Watcher:
 
     def line(self, event: Event, etype: str) -> bytes:
         if self.render is None:
-            return event.line(etype)
+            return event.line(etype, self.meta_only)
         return orjson.dumps({"type": etype, "object": self.render(event.obj)}) + b"\n"
 
     def offer(self, event: Event) -> None:
@@ -91,11 +95,14 @@ async def _wait(watcher: Watcher, seconds: float) -> None:
         await asyncio.wait_for(watcher.wake.wait(), timeout=max(seconds, 0.0))
 
 
-def bookmark(rt: ResourceType, rv: int, initial_end: bool = False) -> bytes:
+def bookmark(rt: ResourceType, rv: int, initial_end: bool = False,
+             meta_only: bool = False) -> bytes:
     meta: dict[str, Any] = {"resourceVersion": str(rv)}
     if initial_end:
         meta["annotations"] = {INITIAL_EVENTS_END: "true"}
     obj = {"kind": rt.kind, "apiVersion": rt.group_version, "metadata": meta}
+    if meta_only:
+        obj = partial(obj)
     return orjson.dumps({"type": "BOOKMARK", "object": obj}) + b"\n"
 
 
@@ -104,9 +111,9 @@ def _flag(query: dict[str, str], name: str) -> bool:
 
 
 def start(store: Store, rt: ResourceType, flt: Filter, query: dict[str, str],
-          render: Render | None) -> tuple[Watcher, bool]:
+          render: Render | None, meta_only: bool = False) -> tuple[Watcher, bool]:
     """Register a watcher and queue its starting events; True when it must end after them."""
-    watcher = Watcher(rt, flt, render)
+    watcher = Watcher(rt, flt, render, meta_only)
     rv_text = query.get("resourceVersion", "")
     initial = _flag(query, "sendInitialEvents") or rv_text in ("", "0")
     if initial:
@@ -116,7 +123,7 @@ def start(store: Store, rt: ResourceType, flt: Filter, query: dict[str, str],
             if flt.matches(obj):
                 watcher.buffer.append(watcher.line(Event(0, "ADDED", key, obj, None), "ADDED"))
         if _flag(query, "sendInitialEvents") and _flag(query, "allowWatchBookmarks"):
-            watcher.buffer.append(bookmark(rt, store.rv, initial_end=True))
+            watcher.buffer.append(bookmark(rt, store.rv, True, meta_only))
     else:
         try:
             rv = int(rv_text)
@@ -154,7 +161,7 @@ async def stream(request: web.Request, store: Store, watcher: Watcher, finished:
             if watcher.closed or (now >= deadline and not watcher.buffer):
                 break
             if bookmarks and now >= next_bookmark:
-                watcher.buffer.append(bookmark(watcher.rt, store.rv))
+                watcher.buffer.append(bookmark(watcher.rt, store.rv, False, watcher.meta_only))
                 next_bookmark = now + bookmark_interval
             if watcher.buffer:
                 data = b"".join(watcher.buffer)

@@ -25,7 +25,8 @@ from slicectl.sim.validation.endpointslice import validate_endpointslice
 from slicectl.sim.validation.errors import Cause
 from slicectl.sim.validation.meta import validate_object_meta
 from slicectl.sim.validation.names import dns1123_label_errors, dns1123_subdomain_errors
-from slicectl.sim.validation.schema import apply_schema_defaults, prune, validate_value
+from slicectl.sim.validation.prune import Compiler, Node, prune
+from slicectl.sim.validation.schema import apply_schema_defaults, validate_value
 
 __all__ = ["Cause", "apply_defaults", "prune_unknown", "validate"]
 
@@ -70,15 +71,31 @@ def apply_defaults(rt: ResourceType, obj: dict[str, Any]) -> None:
 
 def prune_unknown(rt: ResourceType, obj: dict[str, Any], strict: bool) -> list[str]:
     """Paths of undeclared fields of ``obj``; removed unless ``strict`` (see module doc)."""
-    if rt.is_custom:
-        schema = dict(rt.schema or {})
-        props = dict(schema.get("properties") or {})
-        props["metadata"] = {"$ref": "#/components/schemas/" + _OBJECT_META}
-        props["apiVersion"] = {"type": "string"}
-        props["kind"] = {"type": "string"}
-        schema["properties"] = props
-    else:
-        schema = builtin_schemas().get(rt.definition or "") or {}
-        if not schema:
-            return []
-    return prune(obj, schema, "", remove=not strict)
+    root = _prune_root(rt)
+    return [] if root is None else prune(obj, root, remove=not strict)
+
+
+_BUILTIN_COMPILER = Compiler()
+# Custom resource schema (by identity) -> its compiled root; the schema is kept alive with it.
+_CUSTOM_ROOTS: dict[int, tuple[dict[str, Any], Node]] = {}
+
+
+def _prune_root(rt: ResourceType) -> Node | None:
+    if not rt.is_custom:
+        schema = builtin_schemas().get(rt.definition or "")
+        return _BUILTIN_COMPILER.node(schema) if schema else None
+    raw = rt.schema or {}
+    cached = _CUSTOM_ROOTS.get(id(raw))
+    if cached is not None and cached[0] is raw:
+        return cached[1]
+    schema = dict(raw)
+    props = dict(schema.get("properties") or {})
+    props["metadata"] = {"$ref": "#/components/schemas/" + _OBJECT_META}
+    props["apiVersion"] = {"type": "string"}
+    props["kind"] = {"type": "string"}
+    schema["properties"] = props
+    root = Compiler().node(schema)
+    if len(_CUSTOM_ROOTS) >= 256:
+        _CUSTOM_ROOTS.clear()
+    _CUSTOM_ROOTS[id(raw)] = (raw, root)
+    return root

@@ -7,6 +7,7 @@ passes it in, as ``ValidateObjectMeta(meta, requiresNamespace, nameFn, path)`` d
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from typing import Any
@@ -21,6 +22,9 @@ from slicectl.sim.validation.names import (
 )
 
 NameCheck = Callable[[str], list[str]]
+# The same few label keys and values recur on every write: remember their verdicts.
+_label_key_error = functools.lru_cache(maxsize=65536)(label_key_error)
+_label_value_error = functools.lru_cache(maxsize=65536)(label_value_error)
 TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024
 
 
@@ -63,14 +67,14 @@ def validate_labels(labels: Any, path: str) -> list[e.Cause]:
         return [e.invalid(path, labels, "must be a map of string keys and values")]
     causes: list[e.Cause] = []
     for key, value in labels.items():
-        if label_key_error(str(key)) is not None:
+        if _label_key_error(str(key)) is not None:
             causes.extend(e.invalid(path, key, m) for m in qualified_name_errors(str(key)))
         if not isinstance(value, str):
             causes.append(e.invalid(path, value, "must be a string"))
-        elif label_value_error(value) is not None:
+        elif _label_value_error(value) is not None:
             if len(value) > 63:
                 causes.append(e.invalid(path, value, "must be no more than 63 characters"))
-            if label_value_error(value[:63]) is not None:
+            if _label_value_error(value[:63]) is not None:
                 causes.append(e.invalid(path, value, LABEL_VALUE_MSG))
     return causes
 

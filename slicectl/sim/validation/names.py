@@ -8,6 +8,7 @@ message together here lets every validator use them unchanged. Label keys/values
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 
@@ -82,6 +83,7 @@ def qualified_name_errors(value: str) -> list[str]:
     return errs or [QUALIFIED_NAME_MSG]
 
 
+@functools.lru_cache(maxsize=65536)  # pure, and every endpoint address goes through here
 def parse_ip_sloppy(value: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     """Go's ``netutils.ParseIPSloppy``: IPv4 octets may carry leading zeros."""
     if ":" not in value and value.count(".") == 3:
@@ -94,11 +96,12 @@ def parse_ip_sloppy(value: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address
         return None
 
 
-def special_ip_errors(value: str) -> list[str]:
+@functools.lru_cache(maxsize=65536)
+def special_ip_errors(value: str) -> tuple[str, ...]:
     """``ValidateNonSpecialIP``: endpoint addresses may not be special-purpose addresses."""
     ip = parse_ip_sloppy(value)
     if ip is None:
-        return ["must be a valid IP address"]
+        return ("must be a valid IP address",)
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
         ip = ip.ipv4_mapped
     errs = []
@@ -115,9 +118,10 @@ def special_ip_errors(value: str) -> list[str]:
     )
     if link_local_multicast:
         errs.append("may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)")
-    return errs
+    return tuple(errs)
 
 
+@functools.lru_cache(maxsize=65536)
 def ip_family_error(value: str, family: int) -> str | None:
     """``IsValidIPv4Address`` / ``IsValidIPv6Address``."""
     ip = parse_ip_sloppy(value)

@@ -1,8 +1,8 @@
-"""Structural-schema validation, defaulting and pruning of custom resources.
+"""Structural-schema validation and defaulting of custom resources.
 
 Why: a custom resource is checked against its version's ``openAPIV3Schema`` exactly where a real
 server checks it: defaults are applied (every level, defaults of defaults too), unknown fields
-are pruned (except under ``x-kubernetes-preserve-unknown-fields``), then values are validated
+are pruned (:mod:`slicectl.sim.validation.prune`), then values are validated
 (type, nullable, required, enum, minimum/maximum incl. exclusive, min/maxLength, pattern,
 min/maxItems, min/maxProperties, ``x-kubernetes-int-or-string``, list-type set/map uniqueness)
 and ``x-kubernetes-validations`` rules run through :mod:`slicectl.sim.validation.cel`.
@@ -19,7 +19,6 @@ from typing import Any
 
 from slicectl.sim.validation import cel
 from slicectl.sim.validation import errors as e
-from slicectl.sim.validation.builtin import resolve
 
 _TYPES = {"object": dict, "array": list, "string": str, "boolean": bool}
 
@@ -61,43 +60,6 @@ def apply_schema_defaults(value: Any, schema: dict[str, Any]) -> None:
     elif isinstance(value, list) and isinstance(schema.get("items"), dict):
         for item in value:
             apply_schema_defaults(item, schema["items"])
-
-
-def prune(value: Any, schema: dict[str, Any], path: str, remove: bool) -> list[str]:
-    """Paths of fields the schema does not declare; removed from ``value`` when ``remove``.
-
-    ``schema`` may refer to the built-in definitions (``$ref``/``allOf``); they are followed.
-    """
-    schema = resolve(schema)
-    if schema.get("x-kubernetes-preserve-unknown-fields") and not schema.get("properties"):
-        return []
-    found: list[str] = []
-    if isinstance(value, dict):
-        props = schema.get("properties")
-        extra = schema.get("additionalProperties")
-        for key in list(value):
-            if props is not None and key in props:
-                found.extend(prune(value[key], props[key], _join(path, key), remove))
-            elif isinstance(extra, dict):
-                found.extend(prune(value[key], extra, _join(path, key), remove))
-            elif extra is True or schema.get("x-kubernetes-preserve-unknown-fields") or (
-                props is None and schema.get("type") in (None, "object") and extra is None
-                and _opaque(schema)
-            ):
-                continue
-            else:
-                found.append(_join(path, key))
-                if remove:
-                    del value[key]
-    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
-        for i, item in enumerate(value):
-            found.extend(prune(item, schema["items"], f"{path}[{i}]", remove))
-    return found
-
-
-def _opaque(schema: dict[str, Any]) -> bool:
-    """A schema with no structure at all (RawExtension, FieldsV1, JSON) accepts anything."""
-    return not any(k in schema for k in ("properties", "additionalProperties", "items"))
 
 
 def validate_value(
