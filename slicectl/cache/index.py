@@ -46,6 +46,9 @@ class SelectorIndex:
     def __len__(self) -> int:
         return len(self._records)
 
+    def keys(self) -> list[str]:
+        return list(self._records)
+
     def add(self, record: SelectorRecord) -> None:
         """Insert or replace a selector."""
         key = self._key(record)

@@ -9,6 +9,7 @@ they got without copying.
 from __future__ import annotations
 
 from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
+from types import MappingProxyType
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
@@ -59,3 +60,7 @@ class Store(Generic[T]):
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._items)
+
+    def as_mapping(self) -> Mapping[str, T]:
+        """A read-only live view, for pure code that takes a Mapping."""
+        return MappingProxyType(self._items)

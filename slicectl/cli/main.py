@@ -15,7 +15,7 @@ from collections.abc import Sequence
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "run": ("slicectl.cli.run", "run the controller"),
     "apiserver": ("slicectl.cli.apiserver", "run the embedded Kubernetes API server"),
-    "demo": ("slicectl.cli.demo", "run the controller against the embedded API server with a sample workload"),
+    "demo": ("slicectl.cli.demo", "run the controller on the embedded API server with sample pods"),
 }
 
 

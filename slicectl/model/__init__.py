@@ -1,1 +1,3 @@
-"""Slim immutable records and label selectors: the vocabulary every other layer speaks. Pure; imports nothing else from slicectl."""
+"""Slim immutable records and label selectors: the vocabulary every other layer speaks. Pure;
+imports nothing else from slicectl.
+"""

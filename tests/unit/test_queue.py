@@ -41,7 +41,7 @@ async def test_earlier_add_moves_a_delayed_key_forward() -> None:
 async def test_key_is_not_handed_out_twice_and_reruns_when_dirtied() -> None:
     q = WorkQueue()
     q.add("k")
-    key, _, _ = await q.get()
+    await q.get()
     q.add("k")  # changed while processing
     assert q.processing("k")
     getter = asyncio.create_task(q.get())

@@ -1,0 +1,77 @@
+"""Flag value types shared by the subcommands: durations, bounded integers, booleans.
+
+kube-controller-manager style flags take Go durations (``100ms``, ``10s``, ``1m30s``) and
+``--flag=true|false`` booleans; a bad value must fail with a one-line reason and exit code 2,
+which argparse does when a type function raises ``ArgumentTypeError``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Callable
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_duration(text: str) -> float:
+    """A Go duration (``1h2m3.5s``, ``250ms``, ``0``) in seconds."""
+    value = text.strip()
+    if value in ("0", "+0", "-0"):
+        return 0.0
+    pos, total = 0, 0.0
+    while pos < len(value):
+        m = _DURATION_PART.match(value, pos)
+        if not m:
+            raise argparse.ArgumentTypeError(
+                f"invalid duration {text!r}: use a number with a unit, e.g. 100ms, 10s, 1m30s"
+            )
+        total += float(m.group(1)) * _UNIT_SECONDS[m.group(2)]
+        pos = m.end()
+    if not value:
+        raise argparse.ArgumentTypeError("invalid duration '': empty")
+    return total
+
+
+def duration(minimum: float = 0.0, *, strictly_positive: bool = False) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        seconds = parse_duration(text)
+        if seconds < minimum or (strictly_positive and seconds <= 0):
+            bound = "greater than 0" if strictly_positive else f"at least {minimum}s"
+            raise argparse.ArgumentTypeError(f"duration {text!r} must be {bound}")
+        return seconds
+
+    return parse
+
+
+def int_between(low: int, high: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} is out of range: must be {low}..{high}")
+        return value
+
+    return parse
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text} must be greater than 0")
+    return value
+
+
+def boolean(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("true", "1", "t", "yes"):
+        return True
+    if lowered in ("false", "0", "f", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"{text!r} is not a boolean: use true or false")

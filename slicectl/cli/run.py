@@ -1,0 +1,247 @@
+"""``slicectl run``: the controller process.
+
+Flags follow kube-controller-manager's names where they exist. This module validates them
+(exit code 2 with a one-line reason), then wires the long-lived parts together: the API client,
+metrics and probes, the Lease elector, the Event recorder and the controller. Caches run on every
+replica; workers only while this replica leads, and every write re-checks leadership.
+
+SIGTERM or SIGINT: stop taking work, abandon in-flight syncs (they are re-run by the next
+leader), release the Lease so a standby takes over at once, flush Events, exit 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import sys
+import uuid
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from slicectl.cli.flags import boolean, duration, int_between, positive_float
+from slicectl.controller.controller import Controller, ControllerConfig, cancel_quietly
+from slicectl.election.lease import LeaderElector
+from slicectl.kube.client import ClientSettings, KubeClient
+from slicectl.model.apis import DEFAULT_SELECTOR_API, SELECTOR_APIS, selector_api
+from slicectl.obs.events import EventRecorder
+from slicectl.obs.health import HealthServer
+from slicectl.obs.logging import configure_logging
+from slicectl.obs.metrics import Metrics
+from slicectl.reconcile import Settings
+
+log = structlog.get_logger("slicectl.run")
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    a = p.add_argument
+    a("--kubeconfig", help="path to a kubeconfig; default $KUBECONFIG, in-cluster, ~/.kube/config")
+    a("--context", help="kubeconfig context to use (default: the current context)")
+    a("--namespace", action="append", default=[], metavar="NS",
+      help="watch only this namespace (repeatable; default: all namespaces)")
+    a("--selector-api", action="append", default=[], choices=sorted(SELECTOR_APIS),
+      help=f"selector API to serve (repeatable; default {DEFAULT_SELECTOR_API})")
+    a("--max-endpoints-per-slice", type=int_between(1, 1000), default=100,
+      help="maximum endpoints per EndpointSlice (1..1000)")
+    a("--batch-period", type=duration(), default=0.1,
+      help="delay from a selector's first pod change to its sync, to coalesce bursts (e.g. 100ms)")
+    a("--concurrent-syncs", type=int_between(1, 50), default=5,
+      help="selectors synced in parallel (1..50)")
+    a("--kube-api-qps", type=positive_float, default=20.0,
+      help="client-side API request rate limit (requests per second)")
+    a("--kube-api-burst", type=int_between(1, 100_000), default=30,
+      help="client-side API request burst")
+    a("--managed-by", default="endpointselector-controller.slicectl.io",
+      help="value of endpointslice.kubernetes.io/managed-by on the slices this instance owns")
+    a("--status-update-period", type=duration(), default=10.0,
+      help="minimum time between count-only status writes per selector")
+    a("--leader-elect", type=boolean, nargs="?", const=True, default=False,
+      help="elect a leader on a Lease before writing (true|false)")
+    a("--leader-elect-lease-duration", type=duration(strictly_positive=True), default=15.0,
+      help="how long a standby waits before taking over an unrenewed lease")
+    a("--leader-elect-renew-deadline", type=duration(strictly_positive=True), default=10.0,
+      help="how long the leader retries renewing before it stops writing")
+    a("--leader-elect-retry-period", type=duration(strictly_positive=True), default=2.0,
+      help="time between attempts to acquire or renew the lease")
+    a("--leader-elect-resource-namespace", default=None,
+      help="namespace of the Lease (default: the pod's namespace, else kube-system)")
+    a("--leader-elect-resource-name", default="slicectl", help="name of the Lease")
+    a("--metrics-bind-address", default=":8080",
+      help="address for /metrics, e.g. :8080 or 127.0.0.1:8080; 0 disables")
+    a("--health-probe-bind-address", default=":8081",
+      help="address for /healthz and /readyz; 0 disables")
+    a("--log-level", default="info", choices=["debug", "info", "warning", "error"],
+      help="log level")
+    a("--log-format", default="auto", choices=["json", "console", "auto"],
+      help="json (containers), console (terminals), auto: console on a TTY else json")
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    controller: ControllerConfig
+    kubeconfig: str | None = None
+    context: str | None = None
+    client: ClientSettings = field(default_factory=ClientSettings)
+    leader_elect: bool = False
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    lease_namespace: str = "kube-system"
+    lease_name: str = "slicectl"
+    metrics_bind_address: str = ":8080"
+    health_probe_bind_address: str = ":8081"
+    identity: str = field(default_factory=lambda: f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}")
+
+
+def _pod_namespace() -> str:
+    path = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+    with contextlib.suppress(OSError), open(path) as f:
+        return f.read().strip() or "kube-system"
+    return "kube-system"
+
+
+def options_from_args(args: argparse.Namespace) -> RunOptions:
+    """Turn parsed flags into options; raises ValueError for combinations that cannot work."""
+    if args.leader_elect:
+        if args.leader_elect_lease_duration <= args.leader_elect_renew_deadline:
+            raise ValueError("--leader-elect-lease-duration must be greater than "
+                             "--leader-elect-renew-deadline")
+        if args.leader_elect_renew_deadline <= 1.2 * args.leader_elect_retry_period:
+            raise ValueError("--leader-elect-renew-deadline must be greater than 1.2 x "
+                             "--leader-elect-retry-period")
+    apis = tuple(dict.fromkeys(selector_api(n) for n in args.selector_api or
+                               [DEFAULT_SELECTOR_API]))
+    config = ControllerConfig(
+        namespaces=tuple(dict.fromkeys(args.namespace)),
+        selector_apis=apis,
+        settings=Settings(args.max_endpoints_per_slice, args.managed_by),
+        batch_period=args.batch_period,
+        concurrent_syncs=args.concurrent_syncs,
+        status_update_period=args.status_update_period,
+    )
+    return RunOptions(
+        controller=config,
+        kubeconfig=args.kubeconfig,
+        context=args.context,
+        client=ClientSettings(qps=args.kube_api_qps, burst=args.kube_api_burst),
+        leader_elect=args.leader_elect,
+        lease_duration=args.leader_elect_lease_duration,
+        renew_deadline=args.leader_elect_renew_deadline,
+        retry_period=args.leader_elect_retry_period,
+        lease_namespace=args.leader_elect_resource_namespace or _pod_namespace(),
+        lease_name=args.leader_elect_resource_name,
+        metrics_bind_address=args.metrics_bind_address,
+        health_probe_bind_address=args.health_probe_bind_address,
+    )
+
+
+async def run_controller(
+    opts: RunOptions,
+    stop: asyncio.Event,
+    *,
+    on_started: Callable[[Controller, HealthServer], None] | None = None,
+) -> int:
+    """Run until ``stop`` is set; the body of ``slicectl run`` (also used by the demo)."""
+    metrics = Metrics()
+    client = await KubeClient.connect(opts.kubeconfig, opts.context, opts.client,
+                                      on_request=metrics.api_request)
+    health = HealthServer(metrics, metrics_bind_address=opts.metrics_bind_address,
+                          health_probe_bind_address=opts.health_probe_bind_address)
+    elector = (
+        LeaderElector(client, opts.lease_namespace, opts.lease_name, opts.identity,
+                      opts.lease_duration, opts.renew_deadline, opts.retry_period,
+                      on_leader_change=metrics.set_leader)
+        if opts.leader_elect else None
+    )
+    events = EventRecorder(client, component="slicectl", reporting_instance=opts.identity)
+    controller = Controller(client, opts.controller, metrics=metrics, events=events,
+                            may_write=elector.check_leading if elector else lambda: True)
+    health.add_liveness_check("watches", controller.watches_alive)
+    workers: asyncio.Task[None] | None = None
+    tasks: list[asyncio.Task[None]] = []
+
+    def start_leading() -> None:
+        nonlocal workers
+        log.info("started leading", identity=opts.identity)
+        workers = asyncio.create_task(controller.run_workers())
+
+    def stop_leading() -> None:
+        log.warning("stopped leading: writes stopped", identity=opts.identity)
+        if workers is not None:
+            workers.cancel()
+
+    async def readiness() -> None:
+        await controller.caches_synced.wait()
+        while elector is None or elector.is_leader:  # the leader: after its first full pass
+            if workers is not None and controller.queue.stats.processed and controller.idle():
+                break
+            if elector is not None and not elector.is_leader:
+                break
+            await asyncio.sleep(0.05)
+        health.set_ready()
+
+    try:
+        await health.start()
+        tasks.append(asyncio.create_task(controller.run_caches()))
+        if elector is not None:
+            tasks.append(asyncio.create_task(elector.run(start_leading, stop_leading)))
+        else:
+            metrics.set_leader(True)
+            start_leading()
+        tasks.append(asyncio.create_task(readiness()))
+        if on_started is not None:
+            on_started(controller, health)
+        waiter = asyncio.create_task(stop.wait())
+        done, _ = await asyncio.wait([waiter, tasks[0]], return_when=asyncio.FIRST_COMPLETED)
+        if tasks[0] in done and tasks[0].exception() is not None:
+            log.error("caches failed", error=repr(tasks[0].exception()))
+            return 1
+        log.info("shutting down")
+        return 0
+    finally:
+        controller.queue.shutdown()
+        await cancel_quietly(workers)
+        if elector is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(elector.release(), timeout=5)
+        for task in tasks:
+            await cancel_quietly(task)
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(events.flush(), timeout=3)
+        await health.stop()
+        await client.close()
+
+
+async def _main(opts: RunOptions) -> int:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    return await run_controller(opts, stop)
+
+
+def run_async(coro_factory: Callable[[], Coroutine[Any, Any, int]]) -> int:
+    """Run a coroutine to completion on uvloop (a dependency on every supported platform)."""
+    import uvloop
+
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        return runner.run(coro_factory())
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        opts = options_from_args(args)
+    except ValueError as exc:
+        print(f"slicectl run: error: {exc}", file=sys.stderr)
+        return 2
+    configure_logging(args.log_level, args.log_format)
+    log.info("starting", pid=os.getpid(), managed_by=opts.controller.settings.managed_by,
+             apis=[a.api_version for a in opts.controller.selector_apis],
+             leader_elect=opts.leader_elect)
+    return run_async(lambda: _main(opts))
