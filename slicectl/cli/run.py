@@ -37,44 +37,50 @@ from slicectl.obs.metrics import Metrics
 from slicectl.reconcile import Settings
 
 log = structlog.get_logger("slicectl.run")
+positive_duration = duration(strictly_positive=True)
 
 
 def configure(p: argparse.ArgumentParser) -> None:
     a = p.add_argument
-    a("--kubeconfig", help="path to a kubeconfig; default $KUBECONFIG, in-cluster, ~/.kube/config")
-    a("--context", help="kubeconfig context to use (default: the current context)")
+    a("--kubeconfig", metavar="FILE",
+      help="path to a kubeconfig; default $KUBECONFIG, in-cluster, ~/.kube/config")
+    a("--context", metavar="NAME", help="kubeconfig context to use (default: the current context)")
     a("--namespace", action="append", default=[], metavar="NS",
       help="watch only this namespace (repeatable; default: all namespaces)")
-    a("--selector-api", action="append", default=[], choices=sorted(SELECTOR_APIS),
+    a("--selector-api", metavar="GROUP/VERSION", action="append", default=[],
+      choices=sorted(SELECTOR_APIS),
       help=f"selector API to serve (repeatable; default {DEFAULT_SELECTOR_API})")
-    a("--max-endpoints-per-slice", type=int_between(1, 1000), default=100,
+    a("--max-endpoints-per-slice", metavar="N", type=int_between(1, 1000), default=100,
       help="maximum endpoints per EndpointSlice (1..1000)")
-    a("--batch-period", type=duration(), default=0.1,
+    a("--batch-period", metavar="DURATION", type=duration(), default=0.1,
       help="delay from a selector's first pod change to its sync, to coalesce bursts (e.g. 100ms)")
-    a("--concurrent-syncs", type=int_between(1, 50), default=5,
+    a("--concurrent-syncs", metavar="N", type=int_between(1, 50), default=5,
       help="selectors synced in parallel (1..50)")
-    a("--kube-api-qps", type=positive_float, default=20.0,
+    a("--kube-api-qps", metavar="QPS", type=positive_float, default=20.0,
       help="client-side API request rate limit (requests per second)")
-    a("--kube-api-burst", type=int_between(1, 100_000), default=30,
+    a("--kube-api-burst", metavar="N", type=int_between(1, 100_000), default=30,
       help="client-side API request burst")
-    a("--managed-by", default="endpointselector-controller.slicectl.io",
+    a("--managed-by", metavar="VALUE", default="endpointselector-controller.slicectl.io",
       help="value of endpointslice.kubernetes.io/managed-by on the slices this instance owns")
-    a("--status-update-period", type=duration(), default=10.0,
+    a("--status-update-period", metavar="DURATION", type=duration(), default=10.0,
       help="minimum time between count-only status writes per selector")
-    a("--leader-elect", type=boolean, nargs="?", const=True, default=False,
+    a("--leader-elect", metavar="BOOL", type=boolean, nargs="?", const=True, default=False,
       help="elect a leader on a Lease before writing (true|false)")
-    a("--leader-elect-lease-duration", type=duration(strictly_positive=True), default=15.0,
+    a("--leader-elect-lease-duration", metavar="DURATION", type=positive_duration,
+      default=15.0,
       help="how long a standby waits before taking over an unrenewed lease")
-    a("--leader-elect-renew-deadline", type=duration(strictly_positive=True), default=10.0,
+    a("--leader-elect-renew-deadline", metavar="DURATION", type=positive_duration,
+      default=10.0,
       help="how long the leader retries renewing before it stops writing")
-    a("--leader-elect-retry-period", type=duration(strictly_positive=True), default=2.0,
+    a("--leader-elect-retry-period", metavar="DURATION", type=positive_duration,
+      default=2.0,
       help="time between attempts to acquire or renew the lease")
-    a("--leader-elect-resource-namespace", default=None,
+    a("--leader-elect-resource-namespace", metavar="NS", default=None,
       help="namespace of the Lease (default: the pod's namespace, else kube-system)")
-    a("--leader-elect-resource-name", default="slicectl", help="name of the Lease")
-    a("--metrics-bind-address", default=":8080",
+    a("--leader-elect-resource-name", metavar="NAME", default="slicectl", help="name of the Lease")
+    a("--metrics-bind-address", metavar="ADDR", default=":8080",
       help="address for /metrics, e.g. :8080 or 127.0.0.1:8080; 0 disables")
-    a("--health-probe-bind-address", default=":8081",
+    a("--health-probe-bind-address", metavar="ADDR", default=":8081",
       help="address for /healthz and /readyz; 0 disables")
     a("--log-level", default="info", choices=["debug", "info", "warning", "error"],
       help="log level")

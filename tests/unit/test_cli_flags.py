@@ -1,0 +1,71 @@
+"""``slicectl run`` flags: bad values exit 2 with a one-line reason; good ones map to options."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from slicectl.cli.flags import parse_duration
+from slicectl.cli.main import build_parser
+from slicectl.cli.run import options_from_args
+from slicectl.model.apis import CORE, SLICECTL
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--max-endpoints-per-slice", "0"], "out of range: must be 1..1000"),
+        (["--max-endpoints-per-slice", "2000"], "out of range: must be 1..1000"),
+        (["--concurrent-syncs", "51"], "out of range: must be 1..50"),
+        (["--batch-period", "fast"], "invalid duration"),
+        (["--kube-api-qps", "-1"], "must be greater than 0"),
+        (["--leader-elect", "maybe"], "is not a boolean"),
+        (["--selector-api", "example.com/v1"], "invalid choice"),
+        (["--log-format", "xml"], "invalid choice"),
+    ],
+)
+def test_bad_flag_exits_2_with_a_clear_message(flags: list[str], message: str) -> None:
+    proc = subprocess.run([sys.executable, "-m", "slicectl", "run", *flags],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert message in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_inconsistent_leader_election_timings_exit_2() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "slicectl", "run", "--leader-elect=true",
+         "--leader-elect-lease-duration=5s", "--leader-elect-renew-deadline=10s"],
+        capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert "--leader-elect-lease-duration must be greater than" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("0", 0.0), ("100ms", 0.1), ("10s", 10.0), ("1m30s", 90.0), ("1.5h", 5400.0),
+     ("250us", 0.00025)],
+)
+def test_go_durations(text: str, seconds: float) -> None:
+    assert parse_duration(text) == pytest.approx(seconds)
+
+
+def test_flags_map_to_controller_options() -> None:
+    args = build_parser().parse_args([
+        "run", "--namespace=a", "--namespace=b", "--namespace=a",
+        "--selector-api=slicectl.io/v1alpha1", "--selector-api=discovery.k8s.io/v1alpha1",
+        "--max-endpoints-per-slice=250", "--batch-period=1s", "--concurrent-syncs=7",
+        "--kube-api-qps=50", "--kube-api-burst=80", "--managed-by=me.example.com",
+        "--status-update-period=30s", "--leader-elect", "--leader-elect-resource-namespace=ops",
+    ])
+    opts = options_from_args(args)
+    c = opts.controller
+    assert c.namespaces == ("a", "b")
+    assert c.selector_apis == (SLICECTL, CORE)
+    assert c.settings.max_endpoints_per_slice == 250
+    assert c.settings.managed_by == "me.example.com"
+    assert (c.batch_period, c.concurrent_syncs, c.status_update_period) == (1.0, 7, 30.0)
+    assert (opts.client.qps, opts.client.burst) == (50.0, 80)
+    assert opts.leader_elect is True and opts.lease_namespace == "ops"
