@@ -1,0 +1,310 @@
+"""Two ``slicectl run`` processes against one API server: one writer, fast failover.
+
+This is the deployment shape the chart ships (two replicas, leader election on a Lease), run as
+real OS processes so SIGKILL and SIGTERM mean what they mean in a pod. Each replica is observed
+from outside only: its ``/metrics`` (``slicectl_leader``, the upstream changes counter), its
+``/readyz``, its JSON log lines, and the Lease on the API server.
+
+Short election timings (lease 3s, renew deadline 2s, retry 500ms) keep the module quick. The
+takeover bounds asserted are the ones leader election promises (a killed leader is replaced
+within the lease duration plus a retry or two; a SIGTERMed one hands the Lease over at once);
+the measured figures are printed for the release note (``pytest -s``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import json
+import os
+import signal
+import socket
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from slicectl.kube.client import KubeClient
+from slicectl.kube.errors import NotFound
+from slicectl.kube.resources import LEASES, NAMESPACES
+from slicectl.sim.server import EmbeddedApiServer
+from tests.integration.support import (
+    CRD_PATH,
+    ESEL,
+    ROOT,
+    apply_crd,
+    create_pod,
+    ensure_node,
+    selector_body,
+    slices_of,
+    wait_until,
+)
+
+pytestmark = pytest.mark.embedded_only
+
+LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD = 3.0, 2.0, 0.5
+LEASE_NAME = "slicectl"
+KILL_TAKEOVER_BOUND = LEASE_DURATION + 2.0
+TERM_TAKEOVER_BOUND = 2.0
+GRACE_PERIOD = 10.0
+WEB = {"app": "web"}
+HTTP_PORT = [{"name": "http", "protocol": "TCP", "targetPort": "http"}]
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Replica:
+    """One ``slicectl run`` subprocess with its own metrics and probe ports."""
+
+    def __init__(self, name: str, kubeconfig: str, ns: str, log_dir: Path) -> None:
+        self.name = name
+        self.metrics_port = free_port()
+        self.health_port = free_port()
+        self.log_path = log_dir / f"{name}.log"
+        self.args = [
+            sys.executable, "-m", "slicectl", "run",
+            "--kubeconfig", kubeconfig, "--namespace", ns,
+            "--leader-elect=true",
+            f"--leader-elect-lease-duration={LEASE_DURATION:g}s",
+            f"--leader-elect-renew-deadline={RENEW_DEADLINE:g}s",
+            f"--leader-elect-retry-period={int(RETRY_PERIOD * 1000)}ms",
+            f"--leader-elect-resource-namespace={ns}",
+            f"--leader-elect-resource-name={LEASE_NAME}",
+            f"--metrics-bind-address=127.0.0.1:{self.metrics_port}",
+            f"--health-probe-bind-address=127.0.0.1:{self.health_port}",
+            "--log-format=json",
+        ]
+        self.proc: asyncio.subprocess.Process | None = None
+
+    async def start(self) -> None:
+        with self.log_path.open("wb") as out:  # the child keeps its own copy of the descriptor
+            self.proc = await asyncio.create_subprocess_exec(
+                *self.args, stdout=out, stderr=asyncio.subprocess.STDOUT, cwd=ROOT,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def signal(self, sig: signal.Signals) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(sig)
+
+    async def kill(self) -> None:
+        """SIGKILL (if still running) and reap; used by the test's finally block."""
+        if self.proc is None or self.proc.returncode is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            self.proc.kill()
+        await self.proc.wait()
+
+    def log_lines(self) -> list[dict[str, Any]]:
+        lines: list[dict[str, Any]] = []
+        for raw in self.log_path.read_text(errors="replace").splitlines():
+            with contextlib.suppress(ValueError):
+                doc = json.loads(raw)
+                if isinstance(doc, dict):
+                    lines.append(doc)
+        return lines
+
+    def leading_identity(self) -> str | None:
+        """The identity this replica logged when it last started leading."""
+        ids = [str(line["identity"]) for line in self.log_lines()
+               if line.get("event") == "started leading" and "identity" in line]
+        return ids[-1] if ids else None
+
+    def logged(self, text: str) -> bool:
+        return any(text in str(line.get("event", "")) for line in self.log_lines())
+
+    def tail(self) -> str:
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-30:])
+
+
+class Probe:
+    """Reads replicas' HTTP endpoints; a replica that is not (yet) listening reads as absent."""
+
+    def __init__(self, session: aiohttp.ClientSession) -> None:
+        self.session = session
+
+    async def metrics(self, r: Replica) -> dict[str, float] | None:
+        """Sample values by metric name (label sets summed), or None when unreachable."""
+        try:
+            async with self.session.get(f"http://127.0.0.1:{r.metrics_port}/metrics") as resp:
+                if resp.status != 200:
+                    return None
+                text = await resp.text()
+        except (aiohttp.ClientError, OSError):
+            return None
+        out: dict[str, float] = {}
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                out[sample.name] = out.get(sample.name, 0.0) + sample.value
+        return out
+
+    async def leader(self, r: Replica) -> bool:
+        m = await self.metrics(r)
+        return m is not None and m.get("slicectl_leader") == 1.0
+
+    async def changes(self, r: Replica) -> float:
+        m = await self.metrics(r)
+        assert m is not None, f"{r.name}: /metrics unreachable\n{r.tail()}"
+        return m.get("endpoint_slice_controller_changes_total", 0.0)
+
+    async def ready(self, r: Replica) -> bool:
+        try:
+            async with self.session.get(f"http://127.0.0.1:{r.health_port}/readyz") as resp:
+                return resp.status == 200
+        except (aiohttp.ClientError, OSError):
+            return False
+
+
+async def lease_holder(client: KubeClient, ns: str) -> str | None:
+    try:
+        lease = await client.get(LEASES, LEASE_NAME, ns)
+    except NotFound:
+        return None
+    return str(lease.get("spec", {}).get("holderIdentity") or "")
+
+
+async def endpoint_ips(client: KubeClient, ns: str) -> set[str]:
+    return {addr for s in await slices_of(client, ns, "web")
+            for ep in s.get("endpoints") or [] for addr in ep["addresses"]}
+
+
+@contextlib.asynccontextmanager
+async def replicas_guard(replicas: list[Replica]) -> AsyncIterator[None]:
+    """Kill every subprocess started into ``replicas``, however the test ends."""
+    try:
+        yield
+    finally:
+        for r in replicas:
+            await r.kill()
+
+
+async def one_leader(probe: Probe, pair: list[Replica]) -> tuple[Replica, Replica]:
+    """Wait until exactly one of two running replicas reports slicectl_leader 1."""
+    found: list[Replica] = []
+
+    async def exactly_one() -> bool:
+        flags = [await probe.leader(r) for r in pair]
+        found[:] = [r for r, f in zip(pair, flags, strict=True) if f]
+        return len(found) == 1
+
+    await wait_until(exactly_one, what="exactly one leader", interval=0.1)
+    leader = found[0]
+    standby = pair[1] if leader is pair[0] else pair[0]
+    return leader, standby
+
+
+async def measure_takeover(
+    probe: Probe, client: KubeClient, ns: str, standby: Replica, old_holder: str, since: float,
+) -> float:
+    """Seconds from ``since`` until the standby leads or the Lease names another holder."""
+
+    async def taken_over() -> bool:
+        if await probe.leader(standby):
+            return True
+        holder = await lease_holder(client, ns)
+        return bool(holder) and holder != old_holder
+
+    await wait_until(taken_over, what=f"{standby.name} takes over", interval=0.02)
+    return time.monotonic() - since
+
+
+async def test_one_writer_and_failover_on_kill_and_term(tmp_path: Path) -> None:
+    ns = f"le-{uuid.uuid4().hex[:8]}"
+    replicas: list[Replica] = []
+    async with contextlib.AsyncExitStack() as stack:
+        srv = await stack.enter_async_context(EmbeddedApiServer(port=0))
+        client = await KubeClient.connect(srv.kubeconfig_path)
+        stack.push_async_callback(client.close)
+        session = await stack.enter_async_context(
+            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)))
+        probe = Probe(session)
+        await stack.enter_async_context(replicas_guard(replicas))
+
+        await apply_crd(client, CRD_PATH)
+        await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
+                                         "metadata": {"name": ns}})
+        for n in range(2):
+            await ensure_node(client, f"node-{n}", f"zone-{n}")
+        for i in range(4):
+            await create_pod(client, ns, f"web-{i}", f"10.1.0.{i + 1}", WEB, node=f"node-{i % 2}")
+        await client.create(ESEL, selector_body("web", WEB, ports=HTTP_PORT), ns)
+
+        a, b = (Replica(n, srv.kubeconfig_path, ns, tmp_path) for n in ("a", "b"))
+        replicas += [a, b]
+        await asyncio.gather(a.start(), b.start())
+
+        # -- exactly one writes; both are ready --------------------------------------------
+        leader, standby = await one_leader(probe, [a, b])
+        want = {f"10.1.0.{i + 1}" for i in range(4)}
+
+        async def converged() -> bool:
+            return await endpoint_ips(client, ns) == want
+
+        await wait_until(converged, what="slices converge")
+        for r in (a, b):
+            await wait_until(functools.partial(probe.ready, r), what=f"{r.name} /readyz 200")
+        assert await probe.changes(leader) > 0
+        assert await probe.changes(standby) == 0, standby.tail()
+        assert not await probe.leader(standby)
+        holder = await lease_holder(client, ns)
+        assert holder and holder == leader.leading_identity(), (holder, leader.tail())
+        assert standby.leading_identity() is None
+
+        # -- SIGKILL the leader: the standby takes over within lease duration + 2s ----------
+        killed_at = time.monotonic()
+        leader.signal(signal.SIGKILL)
+        took = await measure_takeover(probe, client, ns, standby, holder, killed_at)
+        print(f"\n[takeover] after SIGKILL of the leader: {took:.2f}s "
+              f"(lease duration {LEASE_DURATION:g}s, bound {KILL_TAKEOVER_BOUND:g}s)")
+        assert took <= KILL_TAKEOVER_BOUND, standby.tail()
+        assert leader.proc is not None
+        assert await leader.proc.wait() == -signal.SIGKILL
+        await wait_until(lambda: probe.leader(standby), what="survivor reports leader")
+        survivor = standby
+
+        # ... and then the survivor reconciles a change.
+        await create_pod(client, ns, "web-new", "10.1.0.99", WEB, node="node-0")
+        want.add("10.1.0.99")
+        await wait_until(converged, what="new pod in the slices after failover")
+        assert await probe.changes(survivor) > 0
+        holder = await lease_holder(client, ns)
+        assert holder and holder == survivor.leading_identity()
+
+        # -- SIGTERM the leader (the survivor, with a fresh standby) ---------------------------
+        fresh = Replica("c", srv.kubeconfig_path, ns, tmp_path)
+        replicas.append(fresh)
+        await fresh.start()
+        await wait_until(lambda: probe.ready(fresh), what="fresh standby /readyz 200")
+        assert not await probe.leader(fresh)
+        assert await probe.changes(fresh) == 0
+
+        termed_at = time.monotonic()
+        survivor.signal(signal.SIGTERM)
+        took = await measure_takeover(probe, client, ns, fresh, holder, termed_at)
+        print(f"[takeover] after SIGTERM of the leader: {took:.2f}s "
+              f"(lease released; bound {TERM_TAKEOVER_BOUND:g}s)")
+        assert took <= TERM_TAKEOVER_BOUND, (survivor.tail(), fresh.tail())
+        assert survivor.proc is not None
+        code = await asyncio.wait_for(survivor.proc.wait(), GRACE_PERIOD)
+        exited = time.monotonic() - termed_at
+        print(f"[shutdown] SIGTERMed leader exited {code} after {exited:.2f}s "
+              f"(grace period {GRACE_PERIOD:g}s)")
+        assert code == 0, survivor.tail()
+        assert survivor.logged("released lease"), survivor.tail()
+        await wait_until(lambda: probe.leader(fresh), what="fresh replica leads")
+        assert await lease_holder(client, ns) == fresh.leading_identity()
