@@ -17,8 +17,7 @@ URL the server does not count) needs no grant: system:discovery allows it to eve
 
 * every call the controller made must be granted by the rendered chart, and
 * every grant must be used by some call, or be allow-listed with the reason
-  (``unused_grants_allowed``: needed though not exercised; ``chart_trim_candidates``: never
-  called by slicectl, reported for the chart to drop).
+  (``unused_grants_allowed``: needed though not exercised).
 """
 
 from __future__ import annotations
@@ -75,26 +74,6 @@ def unused_grants_allowed(apis: tuple[SelectorRef, ...]) -> dict[RbacRule, str]:
         allowed[(group, f"{resource}/finalizers", "update")] = (
             "OwnerReferencesPermissionEnforcement checks it for the slices' blockOwnerDeletion")
     return allowed
-
-
-def chart_trim_candidates(apis: tuple[SelectorRef, ...]) -> dict[RbacRule, str]:
-    """Granted by the chart but called nowhere in slicectl/ (grep the client calls).
-
-    Candidates for trimming from charts/slicectl, kept here exactly until the chart drops them:
-    the test fails when an entry is no longer granted, so the list cannot go stale.
-    """
-    trim: dict[RbacRule, str] = {
-        ("", "pods", "get"): "pods come only from the informer's list+watch",
-        ("discovery.k8s.io", "endpointslices", "update"): "slices are written with merge patches",
-        ("coordination.k8s.io", "leases", "patch"): "the elector writes the Lease with PUT only",
-    }
-    for api in apis:
-        group, resource = api.group, api.plural
-        trim[(group, resource, "get")] = "selectors come only from list+watch"
-        if api.has_status:
-            trim[(group, f"{resource}/status", "get")] = "status is never read back"
-            trim[(group, f"{resource}/status", "update")] = "status is written with merge patches"
-    return trim
 
 
 ServerKey = tuple[str, str, str, str, int]  # verb, group, resource, subresource, code
@@ -278,7 +257,7 @@ def check_against_chart(
     granted = rendered_rbac_rules(values)
     missing = recorded - granted
     assert not missing, f"the controller calls what the chart does not grant: {sorted(missing)}"
-    allowed = set(unused_grants_allowed(apis)) | set(chart_trim_candidates(apis))
+    allowed = set(unused_grants_allowed(apis))
     stale = allowed - granted
     assert not stale, f"allow-listed grants the chart no longer has (drop them): {sorted(stale)}"
     unused = granted - recorded

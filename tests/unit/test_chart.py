@@ -235,26 +235,22 @@ def test_invalid_values_are_refused(values: dict[str, Any]) -> None:
 # ---------------------------------------------------------------- RBAC
 
 CORE_RULES = {
-    ("", "pods", "get"),
     ("", "pods", "list"),
     ("", "pods", "watch"),
     ("", "nodes", "list"),
     ("", "nodes", "watch"),
     *{
         ("discovery.k8s.io", "endpointslices", v)
-        for v in ("get", "list", "watch", "create", "update", "patch", "delete")
+        for v in ("get", "list", "watch", "create", "patch", "delete")
     },
-    ("slicectl.io", "endpointselectors", "get"),
     ("slicectl.io", "endpointselectors", "list"),
     ("slicectl.io", "endpointselectors", "watch"),
-    ("slicectl.io", "endpointselectors/status", "get"),
     ("slicectl.io", "endpointselectors/status", "patch"),
-    ("slicectl.io", "endpointselectors/status", "update"),
     ("slicectl.io", "endpointselectors/finalizers", "update"),
     ("events.k8s.io", "events", "create"),
     ("events.k8s.io", "events", "patch"),
 }
-LEASE_RULES = {("coordination.k8s.io", "leases", v) for v in ("get", "create", "update", "patch")}
+LEASE_RULES = {("coordination.k8s.io", "leases", v) for v in ("get", "create", "update")}
 
 
 def test_rbac_default_is_exactly_the_controller_calls() -> None:
@@ -266,11 +262,9 @@ def test_rbac_follows_selector_apis_and_leader_election() -> None:
         {"selectorApis": ALL_APIS, "replicaCount": 1, "leaderElection": {"enabled": False}}
     )
     assert rules_of(docs) == CORE_RULES | {
-        ("discovery.k8s.io", "endpointselectors", "get"),
         ("discovery.k8s.io", "endpointselectors", "list"),
         ("discovery.k8s.io", "endpointselectors", "watch"),
         ("discovery.k8s.io", "endpointselectors/finalizers", "update"),
-        ("gateway.networking.x-k8s.io", "xendpointselectors", "get"),
         ("gateway.networking.x-k8s.io", "xendpointselectors", "list"),
         ("gateway.networking.x-k8s.io", "xendpointselectors", "watch"),
         ("gateway.networking.x-k8s.io", "xendpointselectors/finalizers", "update"),
@@ -286,7 +280,7 @@ def test_lease_role_is_namespaced_and_pinned_to_one_lease() -> None:
     assert role["metadata"]["namespace"] == binding["metadata"]["namespace"] == "kube-system"
     assert binding["subjects"][0]["namespace"] == "slicectl-system"
     by_verbs = {tuple(r["verbs"]): r.get("resourceNames") for r in role["rules"]}
-    assert by_verbs == {("create",): None, ("get", "update", "patch"): ["my-lease"]}
+    assert by_verbs == {("create",): None, ("get", "update"): ["my-lease"]}
     crb = the(docs, "ClusterRoleBinding")
     sa = the(docs, "ServiceAccount")
     assert crb["subjects"] == [
