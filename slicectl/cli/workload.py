@@ -43,9 +43,15 @@ def crd_manifest() -> dict[str, Any]:
 
 
 async def apply_crd(client: KubeClient, crd: dict[str, Any], poll: float = 0.05) -> None:
-    """Create ``crd`` (or keep the one already there) and wait until discovery serves it."""
-    with contextlib.suppress(AlreadyExists):
+    """Create ``crd`` (or replace the one already there) and wait until discovery serves it."""
+    try:
         await client.create(CRDS, crd)
+    except AlreadyExists:
+        name = crd["metadata"]["name"]
+        current = await client.get(CRDS, name)
+        body = {**crd, "metadata": {**crd["metadata"],
+                                    "resourceVersion": current["metadata"]["resourceVersion"]}}
+        await client.replace(CRDS, name, body)
     spec = crd["spec"]
     version = next(v["name"] for v in spec["versions"] if v.get("served"))
     path = f"/apis/{spec['group']}/{version}"

@@ -17,11 +17,12 @@ from typing import Any
 
 import yaml
 
+from slicectl.cli import workload
 from slicectl.cli.run import RunOptions, run_controller
 from slicectl.controller.controller import Controller, ControllerConfig
 from slicectl.kube.client import ClientSettings, KubeClient
-from slicectl.kube.errors import AlreadyExists, NotFound
-from slicectl.kube.resources import CRDS, ENDPOINTSLICES, NODES, PODS, Resource
+from slicectl.kube.errors import AlreadyExists
+from slicectl.kube.resources import ENDPOINTSLICES, NODES, PODS, Resource
 from slicectl.model.apis import SLICECTL
 from slicectl.model.records import LABEL_SELECTOR_NAME
 from slicectl.reconcile import Settings
@@ -42,26 +43,9 @@ def load_yaml(path: Path) -> dict[str, Any]:
 async def apply_crd(client: KubeClient, path: Path) -> dict[str, Any]:
     """Create or replace a CRD from a YAML file and wait until its API is served."""
     body = load_yaml(path)
-    name = body["metadata"]["name"]
-    try:
-        await client.create(CRDS, body)
-    except AlreadyExists:
-        current = await client.get(CRDS, name)
-        body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
-        await client.replace(CRDS, name, body)
-    group = body["spec"]["group"]
-    version = next(v["name"] for v in body["spec"]["versions"] if v.get("served"))
-    plural = body["spec"]["names"]["plural"]
-
-    async def served() -> bool:
-        try:
-            doc = await client.request("GET", f"/apis/{group}/{version}")
-        except NotFound:
-            return False
-        return any(r.get("name") == plural for r in doc.get("resources", []))
-
-    await wait_until(served, what=f"CRD {name} served")
-    return dict(body)
+    async with asyncio.timeout(HANG_GUARD):
+        await workload.apply_crd(client, body)
+    return body
 
 
 async def wait_until(
