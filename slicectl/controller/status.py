@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from slicectl.model.records import SelectorRecord
+from slicectl.model.timefmt import rfc3339
 
 REASON_RECONCILED = "Reconciled"
 REASON_INVALID_SPEC = "InvalidSpec"
@@ -52,10 +52,6 @@ class Decision:
     retry_after: float | None  # counts held back: sync again after this many seconds
 
 
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def _ready_condition(sel: SelectorRecord) -> Mapping[str, Any] | None:
     conditions = sel.status.get("conditions")
     if isinstance(conditions, list):
@@ -72,7 +68,7 @@ def desired_status(sel: SelectorRecord, outcome: Outcome, now: str | None = None
     transition = (
         str(old["lastTransitionTime"])
         if old and old.get("status") == status and old.get("lastTransitionTime")
-        else (now or _now())
+        else (now or rfc3339())
     )
     condition = {
         "type": "Ready",

@@ -11,7 +11,6 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import structlog
@@ -33,6 +32,7 @@ from slicectl.model.records import (
     SelectorRecord,
     SliceRecord,
 )
+from slicectl.model.timefmt import rfc3339_nano
 from slicectl.reconcile import Plan, Settings, plan
 
 log = structlog.get_logger("slicectl.sync")
@@ -68,12 +68,6 @@ class SyncInputs(Protocol):
 
 
 StatusWriter = Callable[[SelectorRecord, dict[str, Any]], Awaitable[None]]
-
-
-def rfc3339nano(ts: float) -> str:
-    """Wall time as RFC 3339 with nanosecond field width, UTC, as Kubernetes writes it."""
-    dt = datetime.fromtimestamp(ts, UTC)
-    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond:06d}000Z"
 
 
 def final_slices(existing: Iterable[SliceRecord], p: Plan) -> list[FinalSlice]:
@@ -141,7 +135,7 @@ class Syncer:
         existing = [s for s in cached if not s.terminating]
         selected = [p for p in self._in.pods(sel.namespace) if sel.selector.matches(p.labels)]
         the_plan = plan(sel, selected, self._in.nodes(), existing, self._settings)
-        trigger_time = rfc3339nano(trigger) if trigger is not None else None
+        trigger_time = rfc3339_nano(trigger) if trigger is not None else None
         result = WriteResult()
         try:
             if not the_plan.empty:

@@ -48,7 +48,7 @@ import aiohttp
 from slicectl.kube.client import KubeClient
 from slicectl.kube.errors import AlreadyExists, ApiError, Conflict, NotFound
 from slicectl.kube.resources import LEASES
-from slicectl.obs.timefmt import micro_time
+from slicectl.model.timefmt import micro_time
 
 log = logging.getLogger(__name__)
 

@@ -30,7 +30,7 @@ from slicectl.kube.client import KubeClient
 from slicectl.kube.errors import ApiError, NotFound
 from slicectl.kube.resources import EVENTS
 from slicectl.model.records import SelectorRecord
-from slicectl.obs.timefmt import micro_time
+from slicectl.model.timefmt import micro_time
 
 log = logging.getLogger(__name__)
 

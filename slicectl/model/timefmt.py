@@ -1,0 +1,32 @@
+"""Kubernetes timestamp formats, in one place so every writer agrees with the API server.
+
+* ``metav1.Time`` (condition ``lastTransitionTime``): RFC 3339, UTC, whole seconds.
+* ``metav1.MicroTime`` (Lease ``acquireTime``/``renewTime``, Event ``eventTime`` and
+  ``series.lastObservedTime``): exactly six fractional digits; the server rejects other shapes.
+* RFC 3339 with nanosecond width (the ``endpoints.kubernetes.io/last-change-trigger-time``
+  annotation, which Go writes with ``time.RFC3339Nano``).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+
+def _utc(now: datetime | None) -> datetime:
+    return (now or datetime.now(UTC)).astimezone(UTC)
+
+
+def rfc3339(now: datetime | None = None) -> str:
+    """A metav1.Time string (default: now)."""
+    return _utc(now).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def micro_time(now: datetime | None = None) -> str:
+    """A metav1.MicroTime string (default: now)."""
+    return _utc(now).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def rfc3339_nano(timestamp: float) -> str:
+    """A Unix timestamp as RFC 3339 with nanosecond field width, UTC."""
+    dt = datetime.fromtimestamp(timestamp, UTC)
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond:06d}000Z"
