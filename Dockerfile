@@ -17,6 +17,8 @@ WORKDIR /src
 RUN python -m venv /opt/venv
 COPY pyproject.toml README.md ./
 COPY slicectl ./slicectl
+# slicectl/crds/ links to the chart's CRD, the single source of truth: bring the target along.
+COPY charts/slicectl/crds ./charts/slicectl/crds
 RUN /opt/venv/bin/pip wheel --no-deps --wheel-dir /wheels . \
  && /opt/venv/bin/pip install --compile /wheels/*.whl \
  && /opt/venv/bin/pip uninstall --yes pip setuptools \

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -211,8 +212,16 @@ def check_chart() -> None:
 
 
 def check_wheel_install() -> None:
-    """What the Dockerfile does: build the wheel, install it without dev extras, run it."""
+    """What the Dockerfile does: build the wheel from exactly what it COPYs, install it without
+    dev extras, run it, and find the packaged CRD (a link into the chart) inside."""
     with tempfile.TemporaryDirectory() as tmp:
+        context = Path(tmp) / "context"  # the files the Dockerfile copies, nothing else
+        context.mkdir()
+        for name in ("pyproject.toml", "README.md"):
+            shutil.copy2(REPO / name, context / name)
+        shutil.copytree(REPO / "slicectl", context / "slicectl", symlinks=True,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(REPO / "charts/slicectl/crds", context / "charts/slicectl/crds")
         wheels = Path(tmp) / "wheels"
         _run(
             [
@@ -225,7 +234,7 @@ def check_wheel_install() -> None:
                 "--disable-pip-version-check",
                 "-w",
                 wheels,
-                REPO,
+                context,
             ],
             timeout=300,
         )
@@ -256,6 +265,13 @@ def check_wheel_install() -> None:
         if "usage: slicectl" not in out:
             raise CheckFailed(f"unexpected `slicectl --help` output:\n{out}")
         print("  ok  `slicectl --help` runs from the installed wheel")
+        crd = _run([env_dir / "bin" / "python", "-c",
+                    "import importlib.resources as r; "
+                    "print(len((r.files('slicectl') / 'crds' / "
+                    "'slicectl.io_endpointselectors.yaml').read_text()))"], cwd=Path(tmp))
+        if int(crd.strip() or 0) == 0:
+            raise CheckFailed("the wheel does not carry the EndpointSelector CRD")
+        print("  ok  the installed wheel carries the EndpointSelector CRD")
 
 
 def main() -> int:

@@ -15,9 +15,11 @@ from tests.integration.conftest import Cluster
 from tests.integration.support import (
     ESEL,
     FIXTURE_CRDS,
+    ROOT,
     apply_crd,
     create_pod,
     ensure_node,
+    load_yaml,
     options,
     running_controller,
     selector_body,
@@ -135,3 +137,21 @@ async def test_pod_on_unknown_node_is_listed_and_gets_its_zone_when_the_node_app
             return len(eps) == 1 and eps[0].get("zone") == "zone-late"
 
         await wait_until(zoned, what="zone filled in when the node appears")
+
+
+async def test_the_readme_example_is_accepted_and_served(cluster: Cluster) -> None:
+    c = cluster
+    example = load_yaml(ROOT / "examples/endpointselector.yaml")
+    await ensure_node(c.client, "node-a", "zone-a")
+    await create_pod(c.client, c.namespace, "vllm-0", "10.7.0.1",
+                     {"app": "vllm", "model": "qwen3-32b"})
+    created = await c.client.create(ESEL, example, c.namespace)
+    assert created["spec"]["ports"][0]["appProtocol"] == "kubernetes.io/h2c"
+    async with running_controller(options(c.kubeconfig, c.namespace)):
+        async def served() -> bool:
+            slices = await slices_of(c.client, c.namespace, "llm-backends")
+            return [len(s["endpoints"]) for s in slices] == [1] and slices[0]["ports"] == [
+                {"name": "http", "port": 8080, "protocol": "TCP",
+                 "appProtocol": "kubernetes.io/h2c"}]
+
+        await wait_until(served, what="the example selector's slice")
