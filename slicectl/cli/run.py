@@ -171,25 +171,29 @@ async def run_controller(
     health.add_liveness_check("watches", controller.watches_alive)
     workers: asyncio.Task[None] | None = None
     tasks: list[asyncio.Task[None]] = []
+    standby = asyncio.Event()  # set when this replica loses the lease
 
     def start_leading() -> None:
         nonlocal workers
+        standby.clear()
         log.info("started leading", identity=opts.identity)
         workers = asyncio.create_task(controller.run_workers())
 
     def stop_leading() -> None:
+        standby.set()
         log.warning("stopped leading: writes stopped", identity=opts.identity)
         if workers is not None:
             workers.cancel()
 
     async def readiness() -> None:
+        """Ready once caches are synced and, while leading, every selector was synced once."""
         await controller.caches_synced.wait()
-        while elector is None or elector.is_leader:  # the leader: after its first full pass
-            if workers is not None and controller.queue.stats.processed and controller.idle():
-                break
-            if elector is not None and not elector.is_leader:
-                break
-            await asyncio.sleep(0.05)
+        if elector is None or elector.is_leader:
+            synced = asyncio.create_task(controller.initial_sync_done.wait())
+            demoted = asyncio.create_task(standby.wait())
+            await asyncio.wait([synced, demoted], return_when=asyncio.FIRST_COMPLETED)
+            synced.cancel()
+            demoted.cancel()
         health.set_ready()
 
     try:

@@ -137,6 +137,7 @@ class Controller:
             status_period=config.status_update_period,
         )
         self.caches_synced = asyncio.Event()
+        self.initial_sync_done = asyncio.Event()  # every selector synced once since leading
         # One per selector API: set once it is listed, or found unserved at the first look.
         self._apis_listed = [asyncio.Event() for _ in config.selector_apis]
 
@@ -231,6 +232,8 @@ class Controller:
         async with asyncio.TaskGroup() as tg:
             for _ in range(self.config.concurrent_syncs):
                 tg.create_task(self._worker())
+            await self.queue.wait_idle()
+            self.initial_sync_done.set()
 
     async def _worker(self) -> None:
         while True:

@@ -90,6 +90,8 @@ class WorkQueue:
         self._oldest_change: dict[str, float] = {}  # key -> wall time of oldest unsynced change
         self._in_flight_change: dict[str, float] = {}
         self._wakeup = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
         self._shutdown = False
         self.stats = QueueStats()
 
@@ -175,6 +177,8 @@ class WorkQueue:
         ready = self._dirty.pop(key, None)
         if ready is not None and not self._shutdown:
             self._schedule(key, ready)
+        elif self.idle():
+            self._idle.set()
 
     def shutdown(self) -> None:
         self._shutdown = True
@@ -194,9 +198,14 @@ class WorkQueue:
     def idle(self) -> bool:
         return not self._ready_at and not self._processing and not self._dirty
 
+    async def wait_idle(self) -> None:
+        """Wait until nothing is pending or being processed."""
+        await self._idle.wait()
+
     # -- internals -------------------------------------------------------------------------
 
     def _schedule(self, key: str, ready: float) -> None:
+        self._idle.clear()
         cur = self._ready_at.get(key)
         if cur is not None and cur <= ready:
             return

@@ -12,6 +12,7 @@ import contextlib
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from slicectl.kube.errors import AlreadyExists
 from slicectl.kube.resources import ENDPOINTSLICES, NODES, PODS, Resource
 from slicectl.model.apis import SLICECTL
 from slicectl.model.records import LABEL_SELECTOR_NAME
+from slicectl.obs.health import HealthServer
 from slicectl.reconcile import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -178,16 +180,22 @@ def options(kubeconfig: str, ns: str, **overrides: Any) -> RunOptions:
                       metrics_bind_address="0", health_probe_bind_address="0", **overrides)
 
 
+@dataclass(frozen=True)
+class Running:
+    controller: Controller
+    health: HealthServer
+
+
 @contextlib.asynccontextmanager
-async def running_controller(opts: RunOptions) -> AsyncIterator[Controller]:
+async def running_controller(opts: RunOptions) -> AsyncIterator[Running]:
     """Run the controller in-process, exactly as ``slicectl run`` does, until the block exits."""
     stop = asyncio.Event()
-    started: asyncio.Future[Controller] = asyncio.get_running_loop().create_future()
+    started: asyncio.Future[Running] = asyncio.get_running_loop().create_future()
     task = asyncio.create_task(
-        run_controller(opts, stop, on_started=lambda c, _h: started.set_result(c)))
-    controller = await asyncio.wait_for(asyncio.shield(started), HANG_GUARD)
+        run_controller(opts, stop, on_started=lambda c, h: started.set_result(Running(c, h))))
+    running = await asyncio.wait_for(asyncio.shield(started), HANG_GUARD)
     try:
-        yield controller
+        yield running
     finally:
         stop.set()
         code = await asyncio.wait_for(task, HANG_GUARD)

@@ -112,3 +112,18 @@ async def test_shutdown_wakes_waiting_workers() -> None:
     q.shutdown()
     with pytest.raises(ShutDown):
         await asyncio.wait_for(getter, timeout=5)
+
+
+async def test_wait_idle_returns_once_everything_added_was_processed() -> None:
+    q = WorkQueue()
+    await asyncio.wait_for(q.wait_idle(), timeout=5)  # a new queue is idle
+    q.add("a")
+    q.add("b", delay=0.01)
+    waiter = asyncio.create_task(q.wait_idle())
+    for _ in range(2):
+        key, _, _ = await asyncio.wait_for(q.get(), timeout=5)
+        await asyncio.sleep(0)
+        assert not waiter.done(), "not idle while a key is pending or processing"
+        q.done(key)
+    await asyncio.wait_for(waiter, timeout=5)
+    assert q.idle()
