@@ -217,6 +217,9 @@ async def run_controller(
     finally:
         controller.queue.shutdown()
         await cancel_quietly(workers)
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(controller.status.flush(), timeout=3)
+        await controller.status.close()
         if elector is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(elector.release(), timeout=5)

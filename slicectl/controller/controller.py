@@ -22,6 +22,7 @@ from typing import Any
 import structlog
 
 from slicectl.cache.informer import Informer
+from slicectl.controller.publish import StatusPublisher
 from slicectl.controller.queue import ShutDown, WorkQueue
 from slicectl.controller.routing import Router
 from slicectl.controller.sync import StaleCache, Syncer, SyncResult
@@ -101,6 +102,7 @@ class Controller:
     ) -> None:
         self.client = client
         self.config = config
+        self._may_write = may_write
         self.metrics = metrics
         self.events = events
         self.queue = WorkQueue()
@@ -131,9 +133,10 @@ class Controller:
             ))
         self._has_status: dict[str, bool] = {}
         writer = SliceWriter(client, self.tracker, may_write)
+        self.status = StatusPublisher(self._write_status)
         self.syncer = Syncer(
             _Inputs(self), self.tracker, writer, config.settings,
-            write_status=self._write_status, warn=self._warn,
+            publish_status=self.status, warn=self._warn,
             status_period=config.status_update_period,
         )
         self.caches_synced = asyncio.Event()
@@ -297,10 +300,10 @@ class Controller:
     # -- side effects for the syncer --------------------------------------------------------
 
     async def _write_status(self, sel: SelectorRecord, patch: dict[str, Any]) -> None:
-        if not self._has_status.get(sel.api.group, sel.api.has_status):
+        if not self._has_status.get(sel.api.group, sel.api.has_status) or not self._may_write():
             return
         await self.client.patch(selector_resource(sel.api), sel.name, patch, sel.namespace,
-                                subresource="status", patch_type="merge")
+                                subresource="status", patch_type="merge", background=True)
         if self.metrics is not None:
             self.metrics.status_write()
 

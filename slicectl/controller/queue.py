@@ -22,9 +22,9 @@ import asyncio
 import contextlib
 import heapq
 import itertools
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
+
+from slicectl.kube.ratelimit import TokenBucket
 
 
 class ShutDown(Exception):
@@ -42,25 +42,6 @@ class Backoff:
         return min(self.cap, self.base * float(1 << min(failures, 40)))
 
 
-class TokenBucket:
-    """Global retry budget (tokens per second, burst): how long until the next retry may run."""
-
-    def __init__(self, rate: float, burst: int, clock: Callable[[], float] = time.monotonic):
-        self._rate = rate
-        self._burst = float(burst)
-        self._tokens = float(burst)
-        self._clock = clock
-        self._last = clock()
-
-    def reserve(self) -> float:
-        """Take one token (possibly borrowed from the future); return the wait it implies."""
-        now = self._clock()
-        self._tokens = min(self._burst, self._tokens + (now - self._last) * self._rate)
-        self._last = now
-        self._tokens -= 1.0
-        return 0.0 if self._tokens >= 0 else -self._tokens / self._rate
-
-
 @dataclass(slots=True)
 class QueueStats:
     adds: int = 0
@@ -75,12 +56,10 @@ class WorkQueue:
         self,
         backoff: Backoff = Backoff(),
         retry_bucket: TokenBucket | None = None,
-        wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self._loop = asyncio.get_running_loop()
         self._backoff = backoff
-        self._bucket = retry_bucket or TokenBucket(rate=10.0, burst=100)
-        self._wall = wall_clock
+        self._bucket = retry_bucket or TokenBucket(10.0, 100)
         self._heap: list[tuple[float, int, str]] = []
         self._seq = itertools.count()
         self._ready_at: dict[str, float] = {}  # pending keys -> earliest ready time (loop time)
@@ -101,15 +80,16 @@ class WorkQueue:
         """Schedule ``key`` ``delay`` seconds from now (earlier schedules win).
 
         ``changed_at`` is the wall-clock time of the change that caused this add; the oldest one
-        per key becomes the trigger time of the next sync.
+        per key becomes the trigger time of the next sync. Adds without one (retries, status
+        refreshes) carry no change and so never make a trigger time look older than it is.
         """
         if self._shutdown:
             return
         self.stats.adds += 1
-        when = changed_at if changed_at is not None else self._wall()
-        prev = self._oldest_change.get(key)
-        if prev is None or when < prev:
-            self._oldest_change[key] = when
+        if changed_at is not None:  # a retry or a scheduled refresh is not a change
+            prev = self._oldest_change.get(key)
+            if prev is None or changed_at < prev:
+                self._oldest_change[key] = changed_at
         ready = self._loop.time() + max(0.0, delay)
         if key in self._processing:
             cur = self._dirty.get(key)

@@ -9,12 +9,13 @@ reports the outcome: metrics, the selector's status (under its write budget) and
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 import structlog
 
+from slicectl.controller.publish import StatusPublisher
 from slicectl.controller.status import (
     REASON_INVALID_SPEC,
     REASON_SYNC_FAILED,
@@ -67,7 +68,6 @@ class SyncInputs(Protocol):
     def slices(self, key: str) -> Iterable[SliceRecord]: ...
 
 
-StatusWriter = Callable[[SelectorRecord, dict[str, Any]], Awaitable[None]]
 
 
 def final_slices(existing: Iterable[SliceRecord], p: Plan) -> list[FinalSlice]:
@@ -98,7 +98,7 @@ class Syncer:
         writer: SliceWriter,
         settings: Settings,
         *,
-        write_status: StatusWriter | None,
+        publish_status: StatusPublisher | None,
         warn: Callable[[SelectorRecord, str, str], None],
         status_period: float = 10.0,
         clock: Callable[[], float] = time.monotonic,
@@ -107,7 +107,7 @@ class Syncer:
         self._tracker = tracker
         self._writer = writer
         self._settings = settings
-        self._write_status = write_status
+        self._status = publish_status
         self._warn = warn
         self._status_period = status_period
         self._clock = clock
@@ -164,7 +164,8 @@ class Syncer:
         return SyncResult(key, result, the_plan, retry, groups, len(final))
 
     async def _report(self, key: str, sel: SelectorRecord, outcome: Outcome) -> float | None:
-        if self._write_status is None or not sel.api.has_status:
+        """Hand the selector's new status to the publisher if it is worth a write."""
+        if self._status is None or not sel.api.has_status:
             return None
         now = self._clock()
         decision = decide(
@@ -175,10 +176,7 @@ class Syncer:
             period=self._status_period,
         )
         if decision.patch is not None:
-            try:
-                await self._write_status(sel, decision.patch)
-                self._last_status_write[key] = now
-            except Exception as exc:  # status never fails a sync; the next sync tries again
-                log.warning("status write failed", selector=key, error=str(exc))
+            self._status.submit(key, sel, decision.patch)
+            self._last_status_write[key] = now
         return decision.retry_after
 

@@ -193,21 +193,23 @@ class KubeClient:
                     yield event
 
     async def create(
-        self, res: Resource, body: dict[str, Any], namespace: str | None = None
+        self, res: Resource, body: dict[str, Any], namespace: str | None = None, *,
+        background: bool = False,
     ) -> dict[str, Any]:
-        result: dict[str, Any] = await self.request("POST", res.path(namespace), json=body)
+        result: dict[str, Any] = await self.request(
+            "POST", res.path(namespace), json=body, background=background)
         return result
 
     async def patch(
         self, res: Resource, name: str, patch: dict[str, Any] | builtins.list[Any],
         namespace: str | None = None, *, subresource: str | None = None,
         patch_type: Literal["merge", "json", "strategic"] = "merge",
-        field_manager: str | None = None,
+        field_manager: str | None = None, background: bool = False,
     ) -> dict[str, Any]:
         params = {"fieldManager": field_manager} if field_manager else None
         result: dict[str, Any] = await self.request(
             "PATCH", res.path(namespace, name, subresource), params=params, json=patch,
-            content_type=_PATCH_TYPES[patch_type],
+            content_type=_PATCH_TYPES[patch_type], background=background,
         )
         return result
 
@@ -239,8 +241,13 @@ class KubeClient:
     async def request(
         self, method: str, path: str, *, params: dict[str, str] | None = None,
         json: Any = None, content_type: str | None = None, headers: dict[str, str] | None = None,
+        background: bool = False,
     ) -> Any:
-        """Send one request (retrying 429s and one 401); the decoded body, or a typed error."""
+        """Send one request (retrying 429s and one 401); the decoded body, or a typed error.
+
+        ``background`` requests (status, Events) only spend rate-limit tokens the bucket can
+        spare, so they never delay foreground requests (slice writes).
+        """
         hdrs = {"Accept": _JSON, **(headers or {})}
         data = None
         if json is not None:
@@ -249,7 +256,7 @@ class KubeClient:
         throttled = 0
         reauthenticated = False
         while True:
-            await self._limiter.acquire()
+            await (self._limiter.acquire_spare() if background else self._limiter.acquire())
             await self._authorize(hdrs)
             started = time.monotonic()
             try:

@@ -1,30 +1,58 @@
-"""Client-side API rate limit: one token bucket (qps, burst) shared by every request.
+"""Token buckets: the client-side API rate limit, and any other "n per second, burst b" budget.
 
-Reservation style, like Go's ``rate.Limiter.Wait``: a caller takes its token at once (the
-balance may go negative) and sleeps until the bucket would have refilled to it, so waiters are
+Reservation style, like Go's ``rate.Limiter``: :meth:`TokenBucket.reserve` takes a token at once
+(the balance may go negative) and says how long the caller must wait for it, so waiters are
 served in arrival order without a lock or a wake-up queue.
+
+Background work (status writes, Events) must never delay the writes that matter (slices):
+:meth:`TokenBucket.acquire_spare` only takes a token while the bucket holds more than a reserve,
+so under load background requests wait and foreground requests keep the whole budget.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 
 
 class TokenBucket:
-    def __init__(self, qps: float, burst: int) -> None:
+    def __init__(
+        self, qps: float, burst: int, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self._rate = qps
         self._capacity = float(max(1, burst))
         self._tokens = self._capacity
-        self._last = time.monotonic()
+        self._clock = clock
+        self._last = clock()
+
+    def _refill(self) -> None:
+        now = self._clock()
+        self._tokens = min(self._capacity, self._tokens + (now - self._last) * self._rate)
+        self._last = now
+
+    def reserve(self) -> float:
+        """Take one token now; return the seconds to wait before using it (0: go ahead)."""
+        if self._rate <= 0:
+            return 0.0
+        self._refill()
+        self._tokens -= 1.0
+        return 0.0 if self._tokens >= 0 else -self._tokens / self._rate
 
     async def acquire(self) -> None:
         """Wait for one token; a non-positive qps means unlimited."""
+        wait = self.reserve()
+        if wait > 0:
+            await asyncio.sleep(wait)
+
+    async def acquire_spare(self) -> None:
+        """Wait until a token can be taken while keeping half the burst for other callers."""
         if self._rate <= 0:
             return
-        now = time.monotonic()
-        self._tokens = min(self._capacity, self._tokens + (now - self._last) * self._rate)
-        self._last = now
-        self._tokens -= 1.0
-        if self._tokens < 0:
-            await asyncio.sleep(-self._tokens / self._rate)
+        reserve = self._capacity / 2
+        while True:
+            self._refill()
+            if self._tokens - 1.0 >= reserve:
+                self._tokens -= 1.0
+                return
+            await asyncio.sleep((reserve + 1.0 - self._tokens) / self._rate)

@@ -191,7 +191,8 @@ class EventRecorder:
         body = series.body
         regarding_name = body["regarding"].get("name", "event")
         body["metadata"]["name"] = f"{regarding_name}.{time.time_ns():x}"
-        await self._client.create(EVENTS, body, body["metadata"]["namespace"])
+        await self._client.create(EVENTS, body, body["metadata"]["namespace"],
+                                      background=True)
         series.created = True
 
     async def _patch_series(self, series: _Series) -> None:
@@ -199,7 +200,7 @@ class EventRecorder:
         try:
             await self._client.patch(
                 EVENTS, meta["name"], {"series": series.body["series"]}, meta["namespace"],
-                patch_type="merge")
+                patch_type="merge", background=True)
         except NotFound:  # expired or deleted: start over with a new Event carrying the series
             await self._create(series)
 

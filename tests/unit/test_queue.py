@@ -6,7 +6,8 @@ import asyncio
 
 import pytest
 
-from slicectl.controller.queue import Backoff, ShutDown, TokenBucket, WorkQueue
+from slicectl.controller.queue import Backoff, ShutDown, WorkQueue
+from slicectl.kube.ratelimit import TokenBucket
 
 
 async def test_pending_duplicates_collapse() -> None:
@@ -97,7 +98,7 @@ async def test_failures_grow_backoff_and_are_never_dropped() -> None:
 
 def test_token_bucket_spaces_retries_after_burst() -> None:
     now = [0.0]
-    bucket = TokenBucket(rate=10.0, burst=2, clock=lambda: now[0])
+    bucket = TokenBucket(10.0, 2, clock=lambda: now[0])
     assert bucket.reserve() == 0.0
     assert bucket.reserve() == 0.0
     assert bucket.reserve() == pytest.approx(0.1)
@@ -127,3 +128,29 @@ async def test_wait_idle_returns_once_everything_added_was_processed() -> None:
         q.done(key)
     await asyncio.wait_for(waiter, timeout=5)
     assert q.idle()
+
+
+async def test_an_add_without_a_change_never_ages_the_trigger_time() -> None:
+    """A status refresh scheduled earlier must not become the trigger of a later real change."""
+    q = WorkQueue()
+    q.add("k", delay=0.0)  # e.g. a status refresh: no change behind it
+    _, _, trigger = await q.get()
+    assert trigger is None
+    q.add("k", delay=30.0)  # scheduled refresh while processing
+    q.done("k")
+    q.add("k", changed_at=1234.5)  # the real change comes later
+    _, _, trigger = await asyncio.wait_for(q.get(), timeout=5)
+    assert trigger == 1234.5
+
+
+async def test_background_tokens_wait_while_the_bucket_is_below_its_reserve() -> None:
+    now = [0.0]
+    bucket = TokenBucket(10.0, 4, clock=lambda: now[0])
+    for _ in range(3):  # foreground traffic drains the bucket to 1 token
+        assert bucket.reserve() == 0.0
+    spare = asyncio.create_task(bucket.acquire_spare())
+    await asyncio.sleep(0.01)
+    assert not spare.done(), "background work must not take the last tokens"
+    now[0] += 1.0  # the bucket refills
+    await asyncio.wait_for(spare, timeout=5)
+    assert bucket.reserve() == 0.0, "foreground still finds tokens after background took one"

@@ -1,0 +1,51 @@
+"""StatusPublisher: writes in the background, one in flight per selector, newest wins."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from slicectl.controller.publish import StatusPublisher
+from slicectl.model.records import SelectorRecord, SelectorRef
+from slicectl.model.selector import Selector
+
+SEL = SelectorRecord(api=SelectorRef("slicectl.io", "v1alpha1", "EndpointSelector",
+                                     "endpointselectors"),
+                     namespace="ns", name="web", uid="u", resource_version="1", generation=1,
+                     labels={}, selector=Selector())
+
+
+async def test_submit_returns_at_once_and_the_newest_status_wins() -> None:
+    gate = asyncio.Event()
+    written: list[dict[str, Any]] = []
+
+    async def write(_sel: SelectorRecord, patch: dict[str, Any]) -> None:
+        await gate.wait()
+        written.append(patch)
+
+    pub = StatusPublisher(write)
+    pub.submit("k", SEL, {"status": {"endpoints": 1}})  # goes in flight, blocked on the gate
+    await asyncio.sleep(0)
+    pub.submit("k", SEL, {"status": {"endpoints": 2}})  # waits...
+    pub.submit("k", SEL, {"status": {"endpoints": 3}})  # ...and is replaced by this one
+    assert pub.pending("k")
+    gate.set()
+    await asyncio.wait_for(pub.flush(), timeout=5)
+    assert written == [{"status": {"endpoints": 1}}, {"status": {"endpoints": 3}}]
+    assert not pub.pending("k")
+
+
+async def test_a_failed_write_is_dropped_and_later_writes_still_go() -> None:
+    calls: list[int] = []
+
+    async def write(_sel: SelectorRecord, patch: dict[str, Any]) -> None:
+        calls.append(patch["n"])
+        if patch["n"] == 1:
+            raise RuntimeError("apiserver said no")
+
+    pub = StatusPublisher(write)
+    pub.submit("k", SEL, {"n": 1})
+    await asyncio.wait_for(pub.flush(), timeout=5)
+    pub.submit("k", SEL, {"n": 2})
+    await asyncio.wait_for(pub.flush(), timeout=5)
+    assert calls == [1, 2]
