@@ -118,6 +118,7 @@ class Syncer:
         self._last_status_write.pop(key, None)
 
     async def sync(self, key: str, trigger: float | None) -> SyncResult:
+        started = self._clock()
         sel = self._in.selector(key)
         if sel is None:
             self.forget(key)  # its slices are left to the garbage collector
@@ -155,6 +156,7 @@ class Syncer:
             conflicts=result.conflicts,
             added=the_plan.endpoints_added,
             removed=the_plan.endpoints_removed,
+            duration_ms=round((self._clock() - started) * 1000, 1),
         )
         final = final_slices(existing, the_plan)
         retry = await self._report(key, sel, Outcome(final_counts(final)))
