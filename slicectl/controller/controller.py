@@ -25,7 +25,7 @@ from slicectl.cache.informer import Informer
 from slicectl.controller.publish import StatusPublisher
 from slicectl.controller.queue import ShutDown, WorkQueue
 from slicectl.controller.routing import Router
-from slicectl.controller.sync import StaleCache, Syncer, SyncResult
+from slicectl.controller.sync import StaleCache, Syncer, SyncFailed, SyncResult
 from slicectl.controller.tracker import SliceTracker
 from slicectl.controller.writer import NotLeading, SliceWriter
 from slicectl.kube.client import KubeClient
@@ -265,6 +265,13 @@ class Controller:
         except NotLeading:
             result_name = "error"
             self.queue.add(key, changed_at=trigger)
+        except SyncFailed as exc:
+            result_name = "error"
+            if exc.progress:  # some writes landed: the API is answering, start backoff afresh
+                self.queue.forget(key)
+            delay = self.queue.add_rate_limited(key)
+            log.warning("sync failed", selector=key, error=str(exc), retry_in=round(delay, 3),
+                        failures=self.queue.failures(key))
         except Exception as exc:
             result_name = "error"
             delay = self.queue.add_rate_limited(key)

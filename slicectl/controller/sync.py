@@ -24,7 +24,7 @@ from slicectl.controller.status import (
     decide,
 )
 from slicectl.controller.tracker import SliceTracker
-from slicectl.controller.writer import SliceWriter, WriteResult
+from slicectl.controller.writer import NotLeading, SliceWriter, WriteResult
 from slicectl.model.records import (
     Endpoint,
     EndpointPort,
@@ -43,6 +43,14 @@ FinalSlice = tuple[tuple[str, tuple[EndpointPort, ...]], tuple[Endpoint, ...]]
 
 class StaleCache(Exception):
     """The slice cache does not show our last writes yet; retry shortly instead of writing."""
+
+
+class SyncFailed(Exception):
+    """A write failed; ``progress`` says whether earlier writes of the same sync landed."""
+
+    def __init__(self, message: str, progress: bool) -> None:
+        super().__init__(message)
+        self.progress = progress
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,12 +148,14 @@ class Syncer:
         result = WriteResult()
         try:
             if not the_plan.empty:
-                result = await self._writer.apply(key, sel, the_plan, trigger_time)
+                await self._writer.apply(key, sel, the_plan, trigger_time, result)
+        except NotLeading:
+            raise
         except Exception as exc:
             message = f"failed to write EndpointSlices: {exc}"
             self._warn(sel, "FailedToUpdateEndpointSlices", message)
             await self._report(key, sel, Outcome(None, REASON_SYNC_FAILED, message))
-            raise
+            raise SyncFailed(message, progress=result.writes > 0) from exc
         log.info(
             "synced",
             selector=key,

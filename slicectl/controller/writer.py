@@ -62,9 +62,11 @@ class SliceWriter:
             raise NotLeading("not the leader (or leadership uncertain): writes stopped")
 
     async def apply(
-        self, key: str, selector: SelectorRecord, plan: Plan, trigger_time: str | None
+        self, key: str, selector: SelectorRecord, plan: Plan, trigger_time: str | None,
+        result: WriteResult | None = None,
     ) -> WriteResult:
-        result = WriteResult()
+        """Apply ``plan``; acknowledged writes land in ``result`` even if a later one fails."""
+        result = result if result is not None else WriteResult()
         ns = selector.namespace
         for spec in plan.creates:
             self._check()
