@@ -1,0 +1,124 @@
+"""Router: which informer events reach the queue, for which selector keys, and how soon."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+
+import pytest
+
+from slicectl.controller.queue import WorkQueue
+from slicectl.controller.routing import Router, record_key, selector_key
+from slicectl.controller.tracker import SliceTracker
+from slicectl.model.apis import GATEWAY, SLICECTL
+from slicectl.model.records import (
+    LABEL_MANAGED_BY,
+    LABEL_SELECTOR_NAME,
+    NodeRecord,
+    OwnerRef,
+    SliceRecord,
+)
+from tests.unit.reconcile_builders import make_pod, make_selector
+
+BATCH = 0.5
+
+
+def router() -> Router:
+    return Router(WorkQueue(), SliceTracker(), (SLICECTL, GATEWAY), BATCH)
+
+
+KEYS = [selector_key(api, "default", name) for api in (SLICECTL, GATEWAY)
+        for name in ("web", "api", "all")]
+
+
+def pending(r: Router) -> set[str]:
+    return {k for k in KEYS if r.queue.pending(k)}
+
+
+def drain(r: Router) -> None:
+    r.queue = WorkQueue()  # forget what is queued so far
+
+
+def a_slice(uid: str, name: str = "web", generation: int = 1, group: str = "slicectl.io",
+            ) -> SliceRecord:
+    owner = OwnerRef(f"{group}/v1alpha1", "EndpointSelector", name, "sel-uid")
+    return SliceRecord(
+        namespace="default", name=f"{name}-{uid}", uid=uid, resource_version="1",
+        generation=generation, address_type="IPv4",
+        labels={LABEL_SELECTOR_NAME: name, LABEL_MANAGED_BY: "m"}, annotations={},
+        owner=owner, ports=(), endpoints=())
+
+
+async def test_pod_events_queue_only_matching_selectors_after_the_batch_period() -> None:
+    r = router()
+    web, api = make_selector("web"), make_selector("api", uid="u2")
+    r.selector_added(web)
+    r.selector_added(api)
+    drain(r)
+    r.pod_added(make_pod("p1", "10.0.0.1", labels={"app": "web"}))
+    assert pending(r) == {record_key(web)}
+    with pytest.raises(TimeoutError):  # held back by the batch period, not runnable yet
+        await asyncio.wait_for(r.queue.get(), timeout=0.05)
+
+
+async def test_pure_relabel_syncs_only_the_selectors_entered_and_left() -> None:
+    r = router()
+    for name in ("web", "api", "all"):
+        r.selector_added(make_selector(name, uid=name, match={"app": name} if name != "all"
+                                       else {"tier": "x"}))
+    drain(r)
+    old = make_pod("p1", "10.0.0.1", labels={"app": "web", "tier": "x"})
+    r.pod_added(old)
+    drain(r)
+    moved = replace(old, labels={"app": "api", "tier": "x"}, resource_version="2")
+    r.pod_updated(old, moved)
+    keys = {k.rsplit("/", 1)[1] for k in pending(r)}
+    assert keys == {"web", "api"}, "the 'all' selector still holds the same endpoint"
+
+
+async def test_own_slice_echo_is_ignored_and_foreign_edit_or_delete_is_queued() -> None:
+    r = router()
+    key = selector_key(SLICECTL, "default", "web")
+    s = a_slice("s1", generation=3)
+    r.tracker.wrote(key, "s1", 3)
+    r.slice_added(s)
+    assert pending(r) == set(), "the echo of our own create"
+    r.slice_updated(s, replace(s, generation=4, resource_version="2"))
+    assert pending(r) == {key}, "someone else bumped the generation"
+    drain(r)
+    r.slice_deleted(replace(s, generation=4))
+    assert pending(r) == {key}, "a deletion we did not make is repaired"
+
+
+async def test_flavours_with_the_same_name_have_separate_keys_and_slices() -> None:
+    r = router()
+    ours, theirs = a_slice("a", group="slicectl.io"), a_slice(
+        "b", group="gateway.networking.x-k8s.io")
+    r.slice_added(ours)
+    r.slice_added(theirs)
+    assert [s.uid for s in r.slices_of(selector_key(SLICECTL, "default", "web"))] == ["a"]
+    assert [s.uid for s in r.slices_of(selector_key(GATEWAY, "default", "web"))] == ["b"]
+
+
+async def test_node_zone_change_queues_the_selectors_of_its_pods() -> None:
+    r = router()
+    web = make_selector("web")
+    r.selector_added(web)
+    r.pod_added(make_pod("p1", "10.0.0.1", labels={"app": "web"}, node="n1"))
+    r.pod_added(make_pod("p2", "10.0.0.2", labels={"app": "other"}, node="n2"))
+    drain(r)
+    r.node_updated(NodeRecord("n1", None), NodeRecord("n1", None))
+    assert pending(r) == set(), "no zone change, nothing to do"
+    r.node_updated(NodeRecord("n1", None), NodeRecord("n1", "zone-a"))
+    assert pending(r) == {record_key(web)}
+
+
+async def test_status_only_selector_update_is_not_a_sync() -> None:
+    r = router()
+    web = make_selector("web")
+    r.selector_added(web)
+    drain(r)
+    r.selector_updated(web, replace(web, resource_version="9", status={"endpoints": 3}))
+    assert pending(r) == set()
+    r.selector_updated(web, replace(web, generation=2, resource_version="10"))
+    assert pending(r) == {record_key(web)}
