@@ -8,8 +8,11 @@ other behaviour only the embedded server has) skip themselves.
 from __future__ import annotations
 
 import os
+from collections.abc import AsyncIterator
 
 import pytest
+
+from slicectl.sim.server import EmbeddedApiServer
 
 REAL_CLUSTER_KUBECONFIG = os.environ.get("SLICECTL_TEST_KUBECONFIG") or None
 
@@ -21,3 +24,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "embedded_only" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture
+async def srv() -> AsyncIterator[EmbeddedApiServer]:
+    """A fresh embedded API server (modules that need other settings override this)."""
+    async with EmbeddedApiServer(port=0) as server:
+        yield server

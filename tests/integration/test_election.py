@@ -27,12 +27,6 @@ pytestmark = pytest.mark.embedded_only
 
 
 @pytest.fixture
-async def srv() -> AsyncIterator[EmbeddedApiServer]:
-    async with EmbeddedApiServer(port=0) as server:
-        yield server
-
-
-@pytest.fixture
 async def stack() -> AsyncIterator[AsyncExitStack]:
     async with AsyncExitStack() as st:
         yield st

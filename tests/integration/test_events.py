@@ -26,12 +26,6 @@ def regarding(name: str = "llm", uid: str = "uid-1") -> dict[str, str]:
 
 
 @pytest.fixture
-async def srv() -> AsyncIterator[EmbeddedApiServer]:
-    async with EmbeddedApiServer(port=0) as server:
-        yield server
-
-
-@pytest.fixture
 async def client(srv: EmbeddedApiServer) -> AsyncIterator[KubeClient]:
     c = await KubeClient.connect(kubeconfig=srv.kubeconfig_path)
     yield c

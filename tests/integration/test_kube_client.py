@@ -35,12 +35,6 @@ def pod(name: str, **labels: str) -> dict[str, Any]:
 
 
 @pytest.fixture
-async def srv() -> AsyncIterator[EmbeddedApiServer]:
-    async with EmbeddedApiServer(port=0) as server:
-        yield server
-
-
-@pytest.fixture
 async def calls() -> list[tuple[str, str, int, float]]:
     return []
 
