@@ -24,7 +24,7 @@ from slicectl.controller.status import (
     decide,
 )
 from slicectl.controller.tracker import SliceTracker
-from slicectl.controller.writer import NotLeading, SliceWriter, WriteResult
+from slicectl.controller.writer import NotLeading, SliceVanished, SliceWriter, WriteResult
 from slicectl.model.records import (
     Endpoint,
     EndpointPort,
@@ -151,6 +151,8 @@ class Syncer:
                 await self._writer.apply(key, sel, the_plan, trigger_time, result)
         except NotLeading:
             raise
+        except SliceVanished as exc:  # a benign race with a deletion: wait for the cache
+            raise StaleCache(str(exc)) from exc
         except Exception as exc:
             message = f"failed to write EndpointSlices: {exc}"
             self._warn(sel, "FailedToUpdateEndpointSlices", message)

@@ -34,6 +34,10 @@ class NotLeading(Exception):
     """This replica may not write: leadership was lost or is uncertain."""
 
 
+class SliceVanished(Exception):
+    """A slice the plan updates is gone from the server: the plan came from an old cache."""
+
+
 @dataclass(slots=True)
 class WriteResult:
     created: list[SliceRecord] = field(default_factory=list)
@@ -113,11 +117,16 @@ class SliceWriter:
                 raw = await self._client.patch(
                     ENDPOINTSLICES, current.existing.name, patch, ns, patch_type="merge"
                 )
+            except NotFound:
+                raise SliceVanished(f"{current.existing.key} was deleted meanwhile") from None
             except Conflict:
                 if attempt == CONFLICT_RETRIES:
                     raise
                 result.conflicts += 1
-                raw_fresh = await self._client.get(ENDPOINTSLICES, current.existing.name, ns)
+                try:
+                    raw_fresh = await self._client.get(ENDPOINTSLICES, current.existing.name, ns)
+                except NotFound:
+                    raise SliceVanished(f"{current.existing.key} was deleted meanwhile") from None
                 fresh = parse_slice(raw_fresh)
                 current = SliceUpdate(existing=fresh, spec=update.spec)
                 if not current.changed:
