@@ -39,6 +39,19 @@ class TokenBucket:
         self._tokens -= 1.0
         return 0.0 if self._tokens >= 0 else -self._tokens / self._rate
 
+    def try_take(self) -> bool:
+        """Take one token only if a whole one is there now (never borrows, never waits)."""
+        self._refill()
+        if self._tokens < 1.0:
+            return False
+        self._tokens -= 1.0
+        return True
+
+    def full(self) -> bool:
+        """Refilled to its burst: a bucket in this state can be dropped and made anew."""
+        self._refill()
+        return self._tokens >= self._capacity
+
     async def acquire(self) -> None:
         """Wait for one token; a non-positive qps means unlimited."""
         wait = self.reserve()

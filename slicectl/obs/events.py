@@ -28,6 +28,7 @@ from typing import Any
 
 from slicectl.kube.client import KubeClient
 from slicectl.kube.errors import ApiError, NotFound
+from slicectl.kube.ratelimit import TokenBucket
 from slicectl.kube.resources import EVENTS
 from slicectl.model.records import SelectorRecord
 from slicectl.model.timefmt import micro_time
@@ -63,12 +64,6 @@ class _Series:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
-@dataclass
-class _Bucket:
-    tokens: float
-    updated: float
-
-
 class EventRecorder:
     def __init__(
         self,
@@ -91,7 +86,7 @@ class EventRecorder:
         self._refill = refill_seconds
         self._clock = clock
         self._series: dict[tuple[str, ...], _Series] = {}
-        self._buckets: dict[str, _Bucket] = {}
+        self._buckets: dict[str, TokenBucket] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._flusher: asyncio.Task[None] | None = None
 
@@ -120,11 +115,11 @@ class EventRecorder:
             series.count += 1
             series.last_seen = now
             series.body["series"] = {"count": series.count, "lastObservedTime": micro_time()}
-            if now - series.last_written >= self._interval and self._take(obj, now):
+            if now - series.last_written >= self._interval and self._take(obj):
                 self._spawn(self._write(series))
             self._ensure_flusher()
             return
-        if not self._take(obj, now):
+        if not self._take(obj):
             log.debug("event %s about %s dropped by the spam filter", reason, obj)
             return
         series = _Series(body=self._new_body(regarding, event_type, reason, note, action))
@@ -151,18 +146,13 @@ class EventRecorder:
             "regarding": {k: v for k, v in regarding.items() if v},
         }
 
-    def _take(self, obj: str, now: float) -> bool:
+    def _take(self, obj: str) -> bool:
         """Token bucket per regarding object: ``burst`` writes, then one per ``refill``."""
         bucket = self._buckets.get(obj)
         if bucket is None:
-            bucket = self._buckets[obj] = _Bucket(float(self._burst), now)
-        bucket.tokens = min(
-            float(self._burst), bucket.tokens + (now - bucket.updated) / self._refill)
-        bucket.updated = now
-        if bucket.tokens < 1.0:
-            return False
-        bucket.tokens -= 1.0
-        return True
+            bucket = self._buckets[obj] = TokenBucket(1.0 / self._refill, self._burst,
+                                                      clock=self._clock)
+        return bucket.try_take()
 
     def _spawn(self, coro: Any) -> None:
         task: asyncio.Task[None] = asyncio.get_running_loop().create_task(coro)
@@ -219,12 +209,12 @@ class EventRecorder:
         for key, series in list(self._series.items()):
             obj = key[0]
             pending = series.count != series.written_count
-            if pending and (force or self._take(obj, now)):
+            if pending and (force or self._take(obj)):
                 self._spawn(self._write(series))
             elif not pending and now - series.last_seen > self._window:
                 del self._series[key]
         for obj, bucket in list(self._buckets.items()):
-            if now - bucket.updated > self._burst * self._refill:
+            if bucket.full():
                 del self._buckets[obj]  # full again: forgetting it changes nothing
 
     async def flush(self) -> None:

@@ -154,3 +154,16 @@ async def test_background_tokens_wait_while_the_bucket_is_below_its_reserve() ->
     now[0] += 1.0  # the bucket refills
     await asyncio.wait_for(spare, timeout=5)
     assert bucket.reserve() == 0.0, "foreground still finds tokens after background took one"
+
+
+def test_try_take_never_borrows_and_full_reports_a_refilled_bucket() -> None:
+    now = [0.0]
+    bucket = TokenBucket(1.0, 2, clock=lambda: now[0])
+    assert bucket.full()
+    assert bucket.try_take() and bucket.try_take()
+    assert not bucket.try_take(), "no whole token left: refuse, do not go negative"
+    assert not bucket.full()
+    now[0] += 1.0
+    assert bucket.try_take()
+    now[0] += 5.0
+    assert bucket.full()
