@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from slicectl.cli.demo_view import ClusterView, Display, check_final_state
-from slicectl.cli.flags import duration, int_between
+from slicectl.cli.flags import LOG_LEVELS, add_packing_flags, duration, int_between
 from slicectl.cli.run import RunOptions, run_async, run_controller
 from slicectl.cli.workload import NAMESPACE, SELECTORS, Workload
 from slicectl.controller.controller import Controller, ControllerConfig, cancel_quietly
@@ -46,14 +46,11 @@ def configure(p: argparse.ArgumentParser) -> None:
       help="vllm pods (the web app gets about a quarter as many); default 150")
     a("--duration", metavar="SECONDS", type=_seconds, default=8.0,
       help="how long the rollout phase lasts: seconds or a duration like 8s (default 8)")
-    a("--max-endpoints-per-slice", metavar="N", type=int_between(1, 1000), default=100,
-      help="maximum endpoints per EndpointSlice (1..1000)")
-    a("--batch-period", metavar="DURATION", type=duration(), default=0.1,
-      help="delay from a selector's first pod change to its sync (default 100ms)")
+    add_packing_flags(p)
     a("--keep-running", action="store_true",
       help="after the summary, keep the API server and controller up until Ctrl-C")
     a("--no-live", action="store_true", help="plain lines instead of a live table on a terminal")
-    a("--log-level", default="warning", choices=["debug", "info", "warning", "error"],
+    a("--log-level", default="warning", choices=LOG_LEVELS,
       help="controller log level (logs go to stderr)")
 
 

@@ -75,3 +75,15 @@ def boolean(text: str) -> bool:
     if lowered in ("false", "0", "f", "no"):
         return False
     raise argparse.ArgumentTypeError(f"{text!r} is not a boolean: use true or false")
+
+
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+def add_packing_flags(p: argparse.ArgumentParser) -> None:
+    """The slice-shaping flags ``slicectl run`` and ``slicectl demo`` share."""
+    p.add_argument("--max-endpoints-per-slice", metavar="N", type=int_between(1, 1000),
+                   default=100, help="maximum endpoints per EndpointSlice (1..1000)")
+    p.add_argument("--batch-period", metavar="DURATION", type=duration(), default=0.1,
+                   help="delay from a selector's first pod change to its sync, to coalesce "
+                        "bursts (e.g. 100ms)")

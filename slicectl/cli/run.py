@@ -25,7 +25,14 @@ from typing import Any
 
 import structlog
 
-from slicectl.cli.flags import boolean, duration, int_between, positive_float
+from slicectl.cli.flags import (
+    LOG_LEVELS,
+    add_packing_flags,
+    boolean,
+    duration,
+    int_between,
+    positive_float,
+)
 from slicectl.controller.controller import Controller, ControllerConfig, cancel_quietly
 from slicectl.election.lease import LeaderElector
 from slicectl.kube.client import ClientSettings, KubeClient
@@ -50,10 +57,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     a("--selector-api", metavar="GROUP/VERSION", action="append", default=[],
       choices=sorted(SELECTOR_APIS),
       help=f"selector API to serve (repeatable; default {DEFAULT_SELECTOR_API})")
-    a("--max-endpoints-per-slice", metavar="N", type=int_between(1, 1000), default=100,
-      help="maximum endpoints per EndpointSlice (1..1000)")
-    a("--batch-period", metavar="DURATION", type=duration(), default=0.1,
-      help="delay from a selector's first pod change to its sync, to coalesce bursts (e.g. 100ms)")
+    add_packing_flags(p)
     a("--concurrent-syncs", metavar="N", type=int_between(1, 50), default=5,
       help="selectors synced in parallel (1..50)")
     a("--kube-api-qps", metavar="QPS", type=positive_float, default=20.0,
@@ -82,7 +86,7 @@ def configure(p: argparse.ArgumentParser) -> None:
       help="address for /metrics, e.g. :8080 or 127.0.0.1:8080; 0 disables")
     a("--health-probe-bind-address", metavar="ADDR", default=":8081",
       help="address for /healthz and /readyz; 0 disables")
-    a("--log-level", default="info", choices=["debug", "info", "warning", "error"],
+    a("--log-level", default="info", choices=LOG_LEVELS,
       help="log level")
     a("--log-format", default="auto", choices=["json", "console", "auto"],
       help="json (containers), console (terminals), auto: console on a TTY else json")

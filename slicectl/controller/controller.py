@@ -21,6 +21,7 @@ from typing import Any
 
 import structlog
 
+from slicectl.cache.index import selector_key as index_key
 from slicectl.cache.informer import Informer
 from slicectl.controller.publish import StatusPublisher
 from slicectl.controller.queue import ShutDown, WorkQueue
@@ -198,7 +199,7 @@ class Controller:
         async with asyncio.TaskGroup() as tg:
             informers = []
             for ns in self.config.namespaces or (None,):
-                inf = self._informer(selector_resource(ref), parse, _selector_cache_key, ns,
+                inf = self._informer(selector_resource(ref), parse, index_key, ns,
                                      handler)
                 informers.append(inf)
                 self._informers.append(inf)
@@ -322,10 +323,6 @@ class Controller:
 
     def idle(self) -> bool:
         return self.queue.idle()
-
-
-def _selector_cache_key(sel: SelectorRecord) -> str:
-    return sel.key
 
 
 class _Inputs:
