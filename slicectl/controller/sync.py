@@ -142,8 +142,9 @@ class Syncer:
         if self._tracker.stale(key, cached):
             raise StaleCache(f"{key}: slice cache behind our writes")
         existing = [s for s in cached if not s.terminating]
-        selected = [p for p in self._in.pods(sel.namespace) if sel.selector.matches(p.labels)]
-        the_plan = plan(sel, selected, self._in.nodes(), existing, self._settings)
+        # plan() selects the pods itself: matching here too would do it twice per sync.
+        the_plan = plan(sel, self._in.pods(sel.namespace), self._in.nodes(), existing,
+                        self._settings)
         trigger_time = rfc3339_nano(trigger) if trigger is not None else None
         result = WriteResult()
         try:
@@ -161,7 +162,7 @@ class Syncer:
         log.info(
             "synced",
             selector=key,
-            pods=len(selected),
+            endpoints=the_plan.desired_endpoints,
             created=len(result.created),
             updated=len(result.updated),
             deleted=len(result.deleted),
