@@ -67,26 +67,11 @@ def pod_body(
     name: str, labels: dict[str, str], *, node: str = "node-a", port_name: str = "http",
     port: int = 8080,
 ) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": name, "labels": labels},
-        "spec": {
-            "nodeName": node,
-            "containers": [{
-                "name": "app", "image": "registry.k8s.io/pause:3.10",
-                "ports": [{"name": port_name, "containerPort": port, "protocol": "TCP"}],
-            }],
-        },
-    }
+    return workload.pod_manifest(name, labels, node, [(port_name, port)])
 
 
 def pod_status(ip: str, ready: bool = True) -> dict[str, Any]:
-    stamp = "2026-01-01T00:00:00Z"
-    return {"status": {
-        "phase": "Running", "podIP": ip, "podIPs": [{"ip": ip}],
-        "conditions": [{"type": "Ready", "status": "True" if ready else "False",
-                        "lastTransitionTime": stamp}],
-    }}
+    return workload.running_status(ip, ready)
 
 
 async def create_pod(
