@@ -2,9 +2,14 @@
 
 Why: a CRD that a real server would refuse must not become a served type here either: the
 group, names, scope, versions (exactly one storage version, unique names, a schema for every
-version) and the structural sanity of each ``openAPIV3Schema`` (typed object root, every
-property typed unless int-or-string or preserve-unknown-fields) are checked with the
-apiextensions messages.
+version), the structural sanity of each ``openAPIV3Schema`` (typed object root, every
+property typed unless int-or-string or preserve-unknown-fields, list-map keys required or
+defaulted) and the CEL cost budget of its ``x-kubernetes-validations``
+(:mod:`slicectl.sim.validation.cel_budget`) are checked with the apiextensions messages.
+
+Paths: a real server hoists a schema shared by every version to ``spec.validation`` before it
+validates, so the cost errors of such a CRD name ``spec.validation.openAPIV3Schema``; a CRD
+whose versions differ gets ``spec.versions[i].schema.openAPIV3Schema``.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from slicectl.sim.validation import errors as e
+from slicectl.sim.validation.cel_budget import budget_causes
 from slicectl.sim.validation.meta import validate_object_meta
 from slicectl.sim.validation.names import dns1123_label_errors, dns1123_subdomain_errors
 
@@ -44,7 +50,10 @@ def validate_crd(obj: dict[str, Any], old: dict[str, Any] | None) -> list[e.Caus
         causes.append(e.required("spec.scope"))
     elif scope not in SCOPES:
         causes.append(e.not_supported("spec.scope", scope, SCOPES))
-    causes.extend(_versions(spec.get("versions")))
+    version_causes = _versions(spec.get("versions"))
+    causes.extend(version_causes)
+    if not version_causes:  # CEL is only compiled (and costed) in a valid structural schema
+        causes.extend(_budget(spec, (old or {}).get("spec")))
     if old is not None:
         old_spec = old.get("spec") or {}
         if old_spec.get("group") != group:
@@ -125,6 +134,8 @@ def _structural(schema: dict[str, Any], path: str) -> list[e.Cause]:
     if schema.get("x-kubernetes-int-or-string") and schema.get("type"):
         causes.append(e.forbidden(f"{path}.type", "must be empty if "
                                   "x-kubernetes-int-or-string is true"))
+    causes.extend(_list_map(schema, path))
+    causes.extend(_rule_fields(schema, path))
     for key, sub in (schema.get("properties") or {}).items():
         if isinstance(sub, dict):
             causes.extend(_structural(sub, f"{path}.properties[{key}]"))
@@ -133,4 +144,87 @@ def _structural(schema: dict[str, Any], path: str) -> list[e.Cause]:
     if isinstance(schema.get("additionalProperties"), dict):
         causes.extend(_structural(schema["additionalProperties"],
                                   f"{path}.additionalProperties"))
+    return causes
+
+
+def _list_map(schema: dict[str, Any], path: str) -> list[e.Cause]:
+    """x-kubernetes-list-type map: keys are scalar item properties, required or defaulted."""
+    list_type, keys = schema.get("x-kubernetes-list-type"), schema.get(
+        "x-kubernetes-list-map-keys") or []
+    why = "must be map if x-kubernetes-list-map-keys is non-empty"
+    if keys and list_type is None:
+        return [e.required(f"{path}.x-kubernetes-list-type", why)]
+    if keys and list_type != "map":
+        return [e.invalid(f"{path}.x-kubernetes-list-type", list_type, why)]
+    if list_type != "map":
+        return []
+    if not keys:
+        return [e.required(f"{path}.x-kubernetes-list-map-keys",
+                           "must not be empty if x-kubernetes-list-type is map")]
+    items = schema.get("items")
+    if not isinstance(items, dict) or items.get("type") != "object":
+        return [e.invalid(f"{path}.items.type", (items or {}).get("type", ""),
+                          "must be object if parent array's x-kubernetes-list-type is map")]
+    causes: list[e.Cause] = []
+    props, required = items.get("properties") or {}, set(items.get("required") or [])
+    for key in keys:
+        prop = props.get(key)
+        where = f"{path}.items.properties[{key}]"
+        if not isinstance(prop, dict):
+            causes.append(e.invalid(f"{path}.x-kubernetes-list-map-keys", keys,
+                                    "entries must all be names of item properties"))
+        elif prop.get("type") in ("array", "object"):
+            causes.append(e.invalid(f"{where}.type", prop["type"], "must be a scalar type if "
+                                    "parent array's x-kubernetes-list-type is map"))
+        elif key not in required and "default" not in prop:
+            causes.append(e.required(f"{where}.default", "this property is in "
+                                     "x-kubernetes-list-map-keys, so it must have a default "
+                                     "or be a required property"))
+    return causes
+
+
+def _rule_fields(schema: dict[str, Any], path: str) -> list[e.Cause]:
+    """The non-CEL checks of each x-kubernetes-validations entry."""
+    causes: list[e.Cause] = []
+    for i, rule in enumerate(schema.get("x-kubernetes-validations") or []):
+        where = f"{path}.x-kubernetes-validations[{i}]"
+        text = rule.get("rule") if isinstance(rule, dict) else None
+        message = rule.get("message") if isinstance(rule, dict) else None
+        if not isinstance(text, str) or not text.strip():
+            causes.append(e.required(f"{where}.rule", "rule is not specified"))
+        elif isinstance(message, str) and message and not message.strip():
+            causes.append(e.invalid(f"{where}.message", message,
+                                    "message must be non-empty if specified"))
+        elif isinstance(message, str) and any(c in message.strip() for c in "\r\n"):
+            causes.append(e.invalid(f"{where}.message", message,
+                                    "message must not contain line breaks"))
+        elif any(c in text.strip() for c in "\r\n") and not (message or "").strip():
+            causes.append(e.required(f"{where}.message",
+                                     "message must be specified if rule contains line breaks"))
+    return causes
+
+
+def _schema_of(version: Any) -> Any:
+    return ((version.get("schema") or {}) if isinstance(version, dict) else {}).get(
+        "openAPIV3Schema")
+
+
+def _budget(spec: dict[str, Any], old_spec: Any) -> list[e.Cause]:
+    """CEL cost causes; per-rule limits are waived for a version whose schema is unchanged."""
+    versions = [v for v in spec.get("versions") or [] if isinstance(v, dict)]
+    old_schemas = {v.get("name"): _schema_of(v) for v in
+                   ((old_spec or {}).get("versions") or []) if isinstance(v, dict)}
+
+    def unchanged(version: dict[str, Any]) -> bool:
+        name = version.get("name")
+        return name in old_schemas and old_schemas[name] == _schema_of(version)
+
+    schemas = [_schema_of(v) for v in versions]
+    if schemas and all(s == schemas[0] for s in schemas):
+        return budget_causes(schemas[0], "spec.validation.openAPIV3Schema",
+                             unchanged(versions[0]))
+    causes: list[e.Cause] = []
+    for i, version in enumerate(versions):
+        causes.extend(budget_causes(schemas[i], f"spec.versions[{i}].schema.openAPIV3Schema",
+                                    unchanged(version)))
     return causes

@@ -1,0 +1,145 @@
+"""The CEL cost budget of a CRD schema: per rule and for the whole schema, as on a real server.
+
+Why: kube-apiserver refuses a CustomResourceDefinition whose ``x-kubernetes-validations`` could
+cost too much, so a CRD that the embedded server accepts must be within the same budget
+(apiextensions ``validation.go`` and ``cel_validation.go``, written from them):
+
+- each rule's worst-case cost (:mod:`cel_cost`, over the node's :mod:`cel_types` declaration)
+  is multiplied by the node's *cardinality*: the product of the ``maxItems`` /
+  ``maxProperties`` of the lists and maps above it; where one of them is unbounded, by how many
+  of the node's smallest serialized values fit in one 3 MiB request;
+- a rule over ``StaticEstimatedCostLimit`` (10,000,000) is Forbidden at its
+  ``...x-kubernetes-validations[i].rule`` path, "estimated rule cost exceeds budget by factor of
+  ...", unless the version's schema is unchanged on an update;
+- the sum over the schema (messageExpressions count too, not multiplied) over
+  ``StaticEstimatedCRDCostLimit`` (100,000,000) makes the four dearest contributors (each at
+  least 1% of that limit) Forbidden as having "contributed to ...", then the schema root.
+
+Error order follows the real walk: a node's children (additionalProperties, properties,
+items) before its own rules. A rule outside the CEL subset (:class:`cel_syntax.Unsupported`)
+cannot be costed here and counts as free; the shipped CRDs stay inside the subset.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from slicectl.sim.validation import errors as e
+from slicectl.sim.validation.cel_cost import MAX, estimate, mul
+from slicectl.sim.validation.cel_syntax import Unsupported
+from slicectl.sim.validation.cel_types import MAX_REQUEST_SIZE, decl_type
+
+RULE_LIMIT = 10_000_000  # StaticEstimatedCostLimit
+SCHEMA_LIMIT = 100_000_000  # StaticEstimatedCRDCostLimit
+HINT = ("(try simplifying the rule, or adding maxItems, maxProperties, and maxLength where "
+        "arrays, maps, and strings are declared)")
+
+
+def cost_message(what: str, cost: int, limit: int) -> str:
+    """getCostErrorMessage: the factor by which ``cost`` exceeds ``limit``."""
+    factor = cost / limit
+    if factor > 100.0:
+        shown = "more than 100x"
+    elif factor < 1.5:
+        shown = f"{factor:f}x"
+    else:
+        shown = f"{factor:.1f}x"
+    return f"{what} exceeds budget by factor of {shown} {HINT}"
+
+
+@dataclass
+class _Walk:
+    suppress_per_rule: bool
+    total: int = 0
+    dearest: list[tuple[int, str]] = field(default_factory=list)
+
+    def observe(self, path: str, cost: int) -> None:
+        self.total = min(self.total + cost, MAX)
+        if cost < SCHEMA_LIMIT // 100:
+            return
+        self.dearest.append((cost, path))
+        self.dearest.sort(key=lambda item: -item[0])
+        del self.dearest[4:]
+
+
+def rule_costs(schema: dict[str, Any]) -> list[tuple[str, int]]:
+    """(relative path of each rule, its cost times cardinality), in walk order (for tests)."""
+    walk = _Walk(suppress_per_rule=True)
+    seen: list[tuple[str, int]] = []
+    _node(schema, "", 1, True, walk, seen)
+    return seen
+
+
+def budget_causes(schema: dict[str, Any], path: str, suppress_per_rule: bool) -> list[e.Cause]:
+    """Forbidden causes for an ``openAPIV3Schema`` at ``path`` that is over the budget."""
+    walk = _Walk(suppress_per_rule)
+    causes = _node(schema, path, 1, True, walk, [])
+    if walk.total > SCHEMA_LIMIT:
+        causes.extend(e.forbidden(p, "contributed to estimated rule cost total exceeding cost "
+                                  "limit for entire OpenAPIv3 schema") for _, p in walk.dearest)
+        causes.append(e.forbidden(path, cost_message(
+            "x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema",
+            walk.total, SCHEMA_LIMIT)))
+    return causes
+
+
+def _join(path: str, suffix: str) -> str:
+    return f"{path}.{suffix}" if path else suffix
+
+
+def _child_cardinality(schema: dict[str, Any], cardinality: int | None) -> int | None:
+    """extractMaxElements: how many children one value of ``schema`` can hold."""
+    if cardinality is None:
+        return None
+    kind = schema.get("type")
+    bound: Any = 1
+    if kind == "object" and "additionalProperties" in schema:
+        bound = schema.get("maxProperties")
+    elif kind == "array":
+        bound = schema.get("maxItems")
+    if not isinstance(bound, int):
+        return None
+    return mul(cardinality, max(bound, 0))
+
+
+def _node(schema: dict[str, Any], path: str, cardinality: int | None, is_root: bool,
+          walk: _Walk, seen: list[tuple[str, int]]) -> list[e.Cause]:
+    causes: list[e.Cause] = []
+    below = _child_cardinality(schema, cardinality)
+    extra = schema.get("additionalProperties")
+    if isinstance(extra, dict):
+        causes += _node(extra, _join(path, "additionalProperties"), below, False, walk, seen)
+    for name, prop in (schema.get("properties") or {}).items():
+        if isinstance(prop, dict):
+            causes += _node(prop, _join(path, f"properties[{name}]"), below, False, walk, seen)
+    if isinstance(schema.get("items"), dict):
+        causes += _node(schema["items"], _join(path, "items"), below, False, walk, seen)
+    rules = schema.get("x-kubernetes-validations")
+    if not isinstance(rules, list) or not rules:
+        return causes
+    decl = decl_type(schema, is_root or bool(schema.get("x-kubernetes-embedded-resource")))
+    if decl is None:
+        return causes
+    times = cardinality if cardinality is not None else MAX_REQUEST_SIZE // (decl.min_size + 1)
+    for i, rule in enumerate(rules):
+        if not isinstance(rule, dict):
+            continue
+        where = _join(path, f"x-kubernetes-validations[{i}]")
+        for key, what, multiply in (("rule", "estimated rule cost", True),
+                                    ("messageExpression", "estimated messageExpression cost",
+                                     False)):
+            text = rule.get(key)
+            if not isinstance(text, str) or not text.strip():
+                continue
+            try:
+                base = estimate(text, decl)
+            except Unsupported:
+                continue
+            cost = (0 if base == 0 else mul(base, times)) if multiply else base
+            seen.append((f"{where}.{key}", cost))
+            if not walk.suppress_per_rule and cost > RULE_LIMIT:
+                causes.append(e.forbidden(f"{where}.{key}",
+                                          cost_message(what, cost, RULE_LIMIT)))
+            walk.observe(f"{where}.{key}", cost)
+    return causes
