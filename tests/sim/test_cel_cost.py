@@ -209,8 +209,8 @@ def test_list_map_keys_must_be_required_or_defaulted() -> None:
         "type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
         "items": {"type": "object", "properties": {"name": {"type": "string"}}}}
     assert [(c["field"], c["reason"]) for c in validate_crd(crd, None)] == [
-        ("spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[ports].items"
-         ".properties[name].default", "FieldValueRequired")]
+        (f"{SCHEMA}.properties[spec].properties[ports].items.properties[name].default",
+         "FieldValueRequired")]
     spec["properties"]["ports"]["items"]["properties"]["name"]["default"] = ""
     assert validate_crd(crd, None) == []
 

@@ -270,7 +270,7 @@ def test_crd_validation() -> None:
     untyped = crd(versions=[{"name": "v1", "served": True, "storage": True, "schema": {
         "openAPIV3Schema": {"type": "object", "properties": {"spec": {}}}}}])
     assert fields(validate(CRD, untyped, None)) == [
-        ("spec.versions[0].schema.openAPIV3Schema.properties[spec].type", "FieldValueRequired")]
+        ("spec.validation.openAPIV3Schema.properties[spec].type", "FieldValueRequired")]
     wrong_name = crd()
     wrong_name["metadata"]["name"] = "other.slicectl.io"
     assert fields(validate(CRD, wrong_name, None)) == [("metadata.name", "FieldValueInvalid")]

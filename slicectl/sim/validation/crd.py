@@ -8,8 +8,9 @@ defaulted) and the CEL cost budget of its ``x-kubernetes-validations``
 (:mod:`slicectl.sim.validation.cel_budget`) are checked with the apiextensions messages.
 
 Paths: a real server hoists a schema shared by every version to ``spec.validation`` before it
-validates, so the cost errors of such a CRD name ``spec.validation.openAPIV3Schema``; a CRD
-whose versions differ gets ``spec.versions[i].schema.openAPIV3Schema``.
+validates, so the schema errors of such a CRD (structural and cost) name
+``spec.validation.openAPIV3Schema``; a CRD whose versions differ gets
+``spec.versions[i].schema.openAPIV3Schema``.
 """
 
 from __future__ import annotations
@@ -109,11 +110,9 @@ def _versions(versions: Any) -> list[e.Cause]:
                 causes.append(e.duplicate(f"{path}.name", name))
             seen.add(name)
         storage += 1 if version.get("storage") is True else 0
-        schema = (version.get("schema") or {}).get("openAPIV3Schema")
-        spath = f"{path}.schema.openAPIV3Schema"
-        if not isinstance(schema, dict):
-            causes.append(e.required(spath, "schemas are required"))
-            continue
+        if not isinstance(_schema_of(version), dict):
+            causes.append(e.required(f"{path}.schema.openAPIV3Schema", "schemas are required"))
+    for spath, _, schema in _schemas(versions):
         if schema.get("type") != "object":
             causes.append(e.invalid(f"{spath}.type", schema.get("type", ""),
                                     "must be object at the root"))
@@ -209,22 +208,23 @@ def _schema_of(version: Any) -> Any:
         "openAPIV3Schema")
 
 
+def _schemas(versions: list[Any]) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+    """(path, version, schema) of each schema to check: one ``spec.validation`` schema when
+    every version has the same (a real server hoists it there), else one per version."""
+    found = [(i, v, _schema_of(v)) for i, v in enumerate(versions)
+             if isinstance(v, dict) and isinstance(_schema_of(v), dict)]
+    if found and len(found) == len(versions) and all(s == found[0][2] for _, _, s in found):
+        return [("spec.validation.openAPIV3Schema", found[0][1], found[0][2])]
+    return [(f"spec.versions[{i}].schema.openAPIV3Schema", v, s) for i, v, s in found]
+
+
 def _budget(spec: dict[str, Any], old_spec: Any) -> list[e.Cause]:
     """CEL cost causes; per-rule limits are waived for a version whose schema is unchanged."""
-    versions = [v for v in spec.get("versions") or [] if isinstance(v, dict)]
     old_schemas = {v.get("name"): _schema_of(v) for v in
                    ((old_spec or {}).get("versions") or []) if isinstance(v, dict)}
-
-    def unchanged(version: dict[str, Any]) -> bool:
-        name = version.get("name")
-        return name in old_schemas and old_schemas[name] == _schema_of(version)
-
-    schemas = [_schema_of(v) for v in versions]
-    if schemas and all(s == schemas[0] for s in schemas):
-        return budget_causes(schemas[0], "spec.validation.openAPIV3Schema",
-                             unchanged(versions[0]))
     causes: list[e.Cause] = []
-    for i, version in enumerate(versions):
-        causes.extend(budget_causes(schemas[i], f"spec.versions[{i}].schema.openAPIV3Schema",
-                                    unchanged(version)))
+    for path, version, schema in _schemas(spec.get("versions") or []):
+        name = version.get("name")
+        unchanged = name in old_schemas and old_schemas[name] == schema
+        causes.extend(budget_causes(schema, path, unchanged))
     return causes
