@@ -219,3 +219,18 @@ def _decl(schema: dict[str, Any]) -> Any:
     decl = decl_type(schema, False)
     assert decl is not None
     return decl
+
+
+def test_negative_literals_and_message_expressions() -> None:
+    number = _decl({"type": "integer"})
+    assert estimate("self > -1", number) == 2  # -1 is one literal in CEL's grammar
+    assert estimate("-self < 1", number) == 3  # unary minus on a value is a call
+    node = {"type": "array", "maxItems": 7, "items": {
+        "type": "string", "maxLength": 10,
+        "x-kubernetes-validations": [{"rule": "self != 'a'",
+                                      "messageExpression": "'bad: ' + self"}]}}
+    # rule: 1 + ceil(0.1 * min(40, 1)), times 7 items; the messageExpression is not
+    # multiplied: 1 + ceil(0.1 * (5 + 40)).
+    assert rule_costs(node) == [
+        ("items.x-kubernetes-validations[0].rule", 2 * 7),
+        ("items.x-kubernetes-validations[0].messageExpression", 6)]

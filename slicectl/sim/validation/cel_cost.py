@@ -116,6 +116,8 @@ class _Coster:
             return self.method(node[1], node[2], node[3])
         if op == "index":
             return self.index(node[1], node[2])
+        if op == "neg" and node[1][0] == "lit" and type(node[1][1]) in (int, float):
+            return _literal(-node[1][1])  # CEL's grammar reads -1 as one literal
         if op in ("!", "neg"):
             inner = self.cost(node[1])
             return Est(add(1, inner.cost), simple("bool") if op == "!" else inner.type)
