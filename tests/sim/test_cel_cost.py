@@ -16,6 +16,7 @@ import yaml
 
 from slicectl.sim.validation.cel_budget import cost_message, rule_costs
 from slicectl.sim.validation.cel_cost import estimate
+from slicectl.sim.validation.cel_syntax import Unsupported
 from slicectl.sim.validation.cel_types import decl_type
 from slicectl.sim.validation.crd import validate_crd
 from tests.sim.conftest import Raw
@@ -234,3 +235,15 @@ def test_negative_literals_and_message_expressions() -> None:
     assert rule_costs(node) == [
         ("items.x-kubernetes-validations[0].rule", 2 * 7),
         ("items.x-kubernetes-validations[0].messageExpression", 6)]
+
+
+def test_kubernetes_library_functions() -> None:
+    text = _decl({"type": "string", "maxLength": 30})  # up to 120 bytes
+    # split: 0.2 per byte, then at most one element per byte (or the literal limit), each
+    # element sized as the rule's own node (its path is ["@items"]): 1 + 3 per element.
+    assert estimate("self.split(',').all(x, x.size() < 3)", text) == 1 + 24 + 1 + 120 * 6
+    assert estimate("self.split(',', 3).all(x, x.size() < 3)", text) == 1 + 24 + 1 + 3 * 6
+    # quantity(s): 0.1 per byte; equality of two quantities: 1
+    assert estimate("quantity(self) == quantity('1')", text) == 1 + 12 + 1 + 0 + 1
+    with pytest.raises(Unsupported):
+        estimate("self.reverse() == 'a'", text)

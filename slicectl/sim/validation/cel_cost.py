@@ -17,7 +17,8 @@ What decides the figures (cel-go v0.22, Kubernetes 1.32):
   ``in`` a list costs the list's size; ``s.matches(re)`` costs
   ``ceil(0.1 * (len(s) + 1)) * ceil(0.25 * len(re))``; ``contains``/``startsWith``/
   ``endsWith``/string ``+``/``lowerAscii`` traverse their strings at 0.1 per element;
-  every other call costs 1 plus its arguments;
+  the Kubernetes library functions follow :mod:`cel_cost_lib`; every other call costs 1 plus
+  its arguments;
 - a macro costs its range plus ``size(range)`` times its step and loop condition.
 
 Sizes come from (in order) the expression itself (literals, results whose size is known), the
@@ -25,50 +26,31 @@ schema along the value's path, 1 for fixed-size scalars, else unbounded (2^64-1,
 An identifier that is not an iteration variable (``int``, ``string``, ``oldSelf``) has a
 one-element path, which the size estimator resolves to the rule's own node, exactly as the
 real server does: ``type(self) == int`` on an int-or-string costs as much as a scan of it.
-Syntax outside the subset raises :class:`cel_syntax.Unsupported`.
+Syntax outside the subset, and functions this module has no cost rule for, raise
+:class:`cel_syntax.Unsupported`.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-
+from slicectl.sim.validation.cel_cost_lib import (
+    ACCU,
+    MAX,
+    REGEX,
+    TRAVERSAL,
+    Est,
+    add,
+    by_factor,
+    library_call,
+    library_equality,
+    mul,
+)
 from slicectl.sim.validation.cel_syntax import TYPE_NAMES, Node, Unsupported, compile_rule
 from slicectl.sim.validation.cel_types import SCALAR_KINDS, Decl, simple, size_at
 
-MAX = 2**64 - 1
-TRAVERSAL = 0.1  # common.StringTraversalCostFactor
-REGEX = 0.25  # common.RegexStringLengthCostFactor
+__all__ = ["MAX", "estimate", "mul"]
+
 LIST_CREATE = 10
 MAP_CREATE = 30
-ACCU = "@result"
-
-
-def add(*values: int) -> int:
-    return min(sum(values), MAX)
-
-
-def mul(a: int, b: int) -> int:
-    return min(a * b, MAX)
-
-
-def by_factor(x: int, factor: float) -> int:
-    """cel-go's multiplyByCostFactor: float product rounded up, saturating."""
-    xf = float(x)
-    if xf > 0 and factor > 0 and xf > float(MAX) / factor:
-        return MAX
-    ceil = math.ceil(xf * factor)
-    return MAX if ceil >= 2.0**64 else int(ceil)
-
-
-@dataclass
-class Est:
-    """What the coster knows of one expression node."""
-
-    cost: int
-    type: Decl
-    path: list[str] | None = None
-    size: int | None = None  # ComputedSize: literals, or a call result of known size
 
 
 def estimate(text: str, root: Decl) -> int:
@@ -91,6 +73,23 @@ class _Coster:
         if scalar_fallback and est.type.kind in SCALAR_KINDS:
             return 1
         return MAX
+
+    def library_size(self, est: Est) -> int:
+        return self.size(est, scalar_fallback=False)
+
+    def elem_size(self, lst: Est) -> int:
+        """Size of a list's elements, looked up along its path (library listElementNode)."""
+        if not lst.path or lst.path[0] == ACCU:
+            return MAX
+        found = size_at(self.root, [*lst.path, "@items"])
+        return MAX if found is None else found
+
+    def library(self, name: str, recv: Est | None, args: list[Est], base: int) -> Est:
+        found = library_call(name, recv, args, self.library_size, self.elem_size)
+        if found is None:
+            raise Unsupported(f"function {name}/{len(args)}")
+        cost, typ, size = found
+        return Est(add(cost, base), typ, size=size)
 
     def cost(self, node: Node) -> Est:
         op = node[0]
@@ -170,7 +169,9 @@ class _Coster:
         if op in ("&&", "||"):
             return Est(args, boolean)
         if op in ("==", "!="):
-            return Est(add(self.compare(lhs, rhs), args), boolean)
+            special = library_equality(lhs, rhs) if op == "==" else None
+            cost = self.compare(lhs, rhs) if special is None else special
+            return Est(add(cost, args), boolean)
         if op in ("<", "<=", ">", ">="):
             costs = []
             if kinds <= {"string", "bytes", "dyn"}:  # less_string, less_bytes
@@ -219,7 +220,7 @@ class _Coster:
                    "double": "double", "string": "string", "bool": "bool", "dyn": "dyn",
                    "matches": "bool"}
         if name not in results or len(ests) != (2 if name == "matches" else 1):
-            raise Unsupported(f"function {name}/{len(ests)}")
+            return self.library(name, None, ests, total)
         cost = add(1, total)
         if name == "string" and ests[0].type.kind in ("bytes", "dyn"):
             cost = max(cost, add(by_factor(self.size(ests[0]), TRAVERSAL), total))
@@ -247,7 +248,7 @@ class _Coster:
         if not ests and name in ("lowerAscii", "upperAscii"):
             size = self.size(recv, scalar_fallback=False)
             return Est(add(by_factor(size, TRAVERSAL), base), simple("string"), size=size)
-        raise Unsupported(f"method {name}/{len(ests)}")
+        return self.library(name, recv, ests, base)
 
     def macro(self, target: Node, name: str, args: list[Node]) -> Est:
         if not args or args[0][0] != "var" or len(args) not in (2, 3):
@@ -281,11 +282,13 @@ class _Coster:
 
 def _literal(value: object) -> Est:
     if isinstance(value, bool):
-        return Est(0, simple("bool"), size=1)
-    if isinstance(value, int):
-        return Est(0, simple("int"), size=1)
-    if isinstance(value, float):
-        return Est(0, simple("double"), size=1)
-    if isinstance(value, str):
-        return Est(0, simple("string"), size=len(value))
-    return Est(0, simple("null_type"), size=1)
+        kind, size = "bool", 1
+    elif isinstance(value, int):
+        kind, size = "int", 1
+    elif isinstance(value, float):
+        kind, size = "double", 1
+    elif isinstance(value, str):
+        kind, size = "string", len(value)
+    else:
+        kind, size = "null_type", 1
+    return Est(0, simple(kind), size=size, literal=value)
