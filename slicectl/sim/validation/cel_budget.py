@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from slicectl.sim.validation import errors as e
-from slicectl.sim.validation.cel_cost import MAX, estimate, mul
+from slicectl.sim.validation.cel_cost import estimate
+from slicectl.sim.validation.cel_cost_lib import MAX, mul
 from slicectl.sim.validation.cel_syntax import Unsupported
 from slicectl.sim.validation.cel_types import MAX_REQUEST_SIZE, decl_type
 

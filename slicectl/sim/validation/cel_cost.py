@@ -47,7 +47,7 @@ from slicectl.sim.validation.cel_cost_lib import (
 from slicectl.sim.validation.cel_syntax import TYPE_NAMES, Node, Unsupported, compile_rule
 from slicectl.sim.validation.cel_types import SCALAR_KINDS, Decl, simple, size_at
 
-__all__ = ["MAX", "estimate", "mul"]
+__all__ = ["estimate"]
 
 LIST_CREATE = 10
 MAP_CREATE = 30
