@@ -247,3 +247,27 @@ def test_kubernetes_library_functions() -> None:
     assert estimate("quantity(self) == quantity('1')", text) == 1 + 12 + 1 + 0 + 1
     with pytest.raises(Unsupported):
         estimate("self.reverse() == 'a'", text)
+
+
+def test_old_self_only_where_old_items_can_be_found() -> None:
+    transition = [{"rule": "self == oldSelf", "message": "immutable"}]
+    crd = crd_with("true")
+    spec = schema_of(crd)["properties"]["spec"]
+    spec["properties"] = {
+        "atomic": {"type": "array", "maxItems": 3, "items": {
+            "type": "string", "maxLength": 5, "x-kubernetes-validations": transition}},
+        "keyed": {"type": "array", "maxItems": 3, "x-kubernetes-list-type": "map",
+                  "x-kubernetes-list-map-keys": ["k"], "items": {
+                      "type": "object", "required": ["k"],
+                      "properties": {"k": {"type": "string", "maxLength": 5}},
+                      "x-kubernetes-validations": transition}},
+        "text": {"type": "string", "x-kubernetes-validations": [
+            {"rule": "self != 'oldSelf'", "optionalOldSelf": True}]},
+    }
+    assert [(c["field"], c["message"]) for c in validate_crd(crd, None)] == [
+        (f"{SCHEMA}.properties[spec].properties[atomic].items.x-kubernetes-validations[0].rule",
+         'Invalid value: "self == oldSelf": oldSelf cannot be used on the uncorrelatable '
+         f"portion of the schema within {SCHEMA}.properties[spec].properties[atomic]"),
+        (f"{SCHEMA}.properties[spec].properties[text].x-kubernetes-validations[0]"
+         ".optionalOldSelf", "Invalid value: true: may not be set if oldSelf is not used in rule"),
+    ]

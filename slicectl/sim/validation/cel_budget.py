@@ -15,6 +15,11 @@ cost too much, so a CRD that the embedded server accepts must be within the same
   ``StaticEstimatedCRDCostLimit`` (100,000,000) makes the four dearest contributors (each at
   least 1% of that limit) Forbidden as having "contributed to ...", then the schema root.
 
+A rule using ``oldSelf`` below the items of a list that is not ``x-kubernetes-list-type: map``
+is Invalid ("oldSelf cannot be used on the uncorrelatable portion of the schema within
+<that list>"): there is no old item to compare with; ``optionalOldSelf`` without ``oldSelf``
+is Invalid too.
+
 Error order follows the real walk: a node's children (additionalProperties, properties,
 items) before its own rules. A rule outside the CEL subset (:class:`cel_syntax.Unsupported`)
 cannot be costed here and counts as free; the shipped CRDs stay inside the subset.
@@ -22,13 +27,14 @@ cannot be costed here and counts as free; the shipped CRDs stay inside the subse
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from slicectl.sim.validation import errors as e
 from slicectl.sim.validation.cel_cost import estimate
 from slicectl.sim.validation.cel_cost_lib import MAX, mul
-from slicectl.sim.validation.cel_syntax import Unsupported
+from slicectl.sim.validation.cel_syntax import Unsupported, compile_rule
 from slicectl.sim.validation.cel_types import MAX_REQUEST_SIZE, decl_type
 
 RULE_LIMIT = 10_000_000  # StaticEstimatedCostLimit
@@ -68,14 +74,14 @@ def rule_costs(schema: dict[str, Any]) -> list[tuple[str, int]]:
     """(relative path of each rule, its cost times cardinality), in walk order (for tests)."""
     walk = _Walk(suppress_per_rule=True)
     seen: list[tuple[str, int]] = []
-    _node(schema, "", 1, True, walk, seen)
+    _node(schema, "", 1, True, None, walk, seen)
     return seen
 
 
 def budget_causes(schema: dict[str, Any], path: str, suppress_per_rule: bool) -> list[e.Cause]:
     """Forbidden causes for an ``openAPIV3Schema`` at ``path`` that is over the budget."""
     walk = _Walk(suppress_per_rule)
-    causes = _node(schema, path, 1, True, walk, [])
+    causes = _node(schema, path, 1, True, None, walk, [])
     if walk.total > SCHEMA_LIMIT:
         causes.extend(e.forbidden(p, "contributed to estimated rule cost total exceeding cost "
                                   "limit for entire OpenAPIv3 schema") for _, p in walk.dearest)
@@ -104,18 +110,42 @@ def _child_cardinality(schema: dict[str, Any], cardinality: int | None) -> int |
     return mul(cardinality, max(bound, 0))
 
 
+def _uses_old_self(text: str) -> bool:
+    try:
+        return _mentions(compile_rule(text), "oldSelf")
+    except Unsupported:
+        return re.search(r"\boldSelf\b", re.sub(r"'[^']*'|\"[^\"]*\"", "", text)) is not None
+
+
+def _mentions(node: Any, name: str) -> bool:
+    """Whether the parsed rule refers to the variable ``name``."""
+    if isinstance(node, tuple) and node and node[0] == "var":
+        return bool(node[1] == name)
+    if isinstance(node, tuple) and node and node[0] == "lit":
+        return False
+    return isinstance(node, tuple | list) and any(_mentions(part, name) for part in node)
+
+
 def _node(schema: dict[str, Any], path: str, cardinality: int | None, is_root: bool,
-          walk: _Walk, seen: list[tuple[str, int]]) -> list[e.Cause]:
+          uncorrelatable: str | None, walk: _Walk, seen: list[tuple[str, int]]
+          ) -> list[e.Cause]:
     causes: list[e.Cause] = []
     below = _child_cardinality(schema, cardinality)
     extra = schema.get("additionalProperties")
     if isinstance(extra, dict):
-        causes += _node(extra, _join(path, "additionalProperties"), below, False, walk, seen)
+        causes += _node(extra, _join(path, "additionalProperties"), below, False,
+                        uncorrelatable, walk, seen)
     for name, prop in (schema.get("properties") or {}).items():
         if isinstance(prop, dict):
-            causes += _node(prop, _join(path, f"properties[{name}]"), below, False, walk, seen)
+            causes += _node(prop, _join(path, f"properties[{name}]"), below, False,
+                            uncorrelatable, walk, seen)
     if isinstance(schema.get("items"), dict):
-        causes += _node(schema["items"], _join(path, "items"), below, False, walk, seen)
+        # items of a list are only matched with old ones by key in a list-type map
+        in_list = uncorrelatable
+        if in_list is None and schema.get("x-kubernetes-list-type") != "map":
+            in_list = path
+        causes += _node(schema["items"], _join(path, "items"), below, False, in_list, walk,
+                        seen)
     rules = schema.get("x-kubernetes-validations")
     if not isinstance(rules, list) or not rules:
         return causes
@@ -143,4 +173,20 @@ def _node(schema: dict[str, Any], path: str, cardinality: int | None, is_root: b
                 causes.append(e.forbidden(f"{where}.{key}",
                                           cost_message(what, cost, RULE_LIMIT)))
             walk.observe(f"{where}.{key}", cost)
+        causes.extend(_old_self(rule, where, uncorrelatable))
     return causes
+
+
+def _old_self(rule: dict[str, Any], where: str, uncorrelatable: str | None) -> list[e.Cause]:
+    text = rule.get("rule")
+    if not isinstance(text, str) or not text.strip():
+        return []
+    if _uses_old_self(text):
+        if uncorrelatable is None:
+            return []
+        return [e.invalid(f"{where}.rule", text, "oldSelf cannot be used on the uncorrelatable "
+                          f"portion of the schema within {uncorrelatable}")]
+    if "optionalOldSelf" in rule and rule["optionalOldSelf"] is not None:
+        return [e.invalid(f"{where}.optionalOldSelf", rule["optionalOldSelf"],
+                          "may not be set if oldSelf is not used in rule")]
+    return []
