@@ -214,24 +214,32 @@ def test_custom_resource_schema_and_cel() -> None:
         {"name": "toolongname-abcdefgh", "targetPort": 1.5}]})
     causes = validate(CR, bad, None)
     got = fields(causes)
-    assert ("spec.selector", "FieldValueInvalid") in got
+    # Schema errors of a blocking type: the CEL rules are not run, as on a real server.
+    assert ("spec.selector", "FieldValueInvalid") not in got
+    assert got[-1] == ("<nil>", "FieldValueInvalid")
     assert ("spec.ports", "FieldValueTooMany") in got
     assert ("spec.ports[0].protocol", "FieldValueNotSupported") in got
     assert ("spec.ports[0].weight", "FieldValueInvalid") in got
-    assert ("spec.ports[0].targetPort", "FieldValueInvalid") in got
-    assert ("spec.ports[1].targetPort", "FieldValueInvalid") in got
+    assert ("spec.ports[0].targetPort", "FieldValueInvalid") not in got  # a CEL rule
     assert ("spec.ports[2].name", "FieldValueTooLong") in got
-    assert ("spec.ports[2].targetPort", "FieldValueInvalid") in got
+    assert ("spec.ports[2].targetPort", "FieldValueTypeInvalid") in got
     assert ("spec.ports[1].note", "FieldValueInvalid") not in got
     messages = {c["message"] for c in causes}
-    assert 'Invalid value: "object": selector must not be empty' in messages
+    assert 'Invalid value: "object": selector must not be empty' not in messages
+    only_cel = cr({"selector": {}, "ports": [{"name": "a", "targetPort": 0},
+                                             {"name": "b", "targetPort": "Bad"}]})
+    apply_defaults(CR, only_cel)
+    assert fields(validate(CR, only_cel, None)) == [
+        ("spec.selector", "FieldValueInvalid"), ("spec.ports[0].targetPort", "FieldValueInvalid"),
+        ("spec.ports[1].targetPort", "FieldValueInvalid")]
     assert ("Invalid value: 11: spec.ports[0].weight in body should be less than or equal "
             "to 10") in messages
-    assert validate(CR, cr({}), None) == [{"reason": "FieldValueRequired",
-                                           "field": "spec.selector",
-                                           "message": "Required value"}]
+    assert validate(CR, cr({}), None)[0] == {"reason": "FieldValueRequired",
+                                             "field": "spec.selector",
+                                             "message": "Required value"}
     wrong_type = fields(validate(CR, cr({"selector": {"matchLabels": {"a": 1}}}), None))
-    assert wrong_type == [("spec.selector.matchLabels.a", "FieldValueInvalid")]
+    assert wrong_type == [("spec.selector.matchLabels.a", "FieldValueTypeInvalid"),
+                          ("<nil>", "FieldValueInvalid")]
 
 
 def test_custom_resource_pruning() -> None:

@@ -47,7 +47,7 @@ def validate(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None) 
         props = {k: v for k, v in ((rt.schema or {}).get("properties") or {}).items()
                  if k not in ("metadata", "apiVersion", "kind")}
         schema["properties"] = props
-        causes.extend(validate_value(obj, schema, "", old, old is not None))
+        causes.extend(validate_value(obj, schema, "", old, old is not None, causes))
     elif key == ("", "Pod"):
         causes.extend(kinds.validate_pod(obj))
     elif key == ("coordination.k8s.io", "Lease"):

@@ -1,191 +1,299 @@
-"""Structural-schema validation and defaulting of custom resources.
+"""Structural-schema validation and defaulting of custom resources, as kube-apiserver does them.
 
-Why: a custom resource is checked against its version's ``openAPIV3Schema`` exactly where a real
-server checks it: defaults are applied (every level, defaults of defaults too), unknown fields
-are pruned (:mod:`slicectl.sim.validation.prune`), then values are validated
-(type, nullable, required, enum, minimum/maximum incl. exclusive, min/maxLength, pattern,
-min/maxItems, min/maxProperties, ``x-kubernetes-int-or-string``, list-type set/map uniqueness)
-and ``x-kubernetes-validations`` rules run through :mod:`slicectl.sim.validation.cel`.
-A rule outside the CEL subset is skipped (it cannot be enforced, and must not crash the server);
-a transition rule (using ``oldSelf``) only runs on update when an old value exists.
-Messages follow kube-openapi's (``spec.x in body must be of type integer: "string"``).
+Why: a custom resource is checked against its version's ``openAPIV3Schema`` exactly where, and in
+the order, a real server checks it, because clients and humans read the Status causes:
+
+- defaulting (:func:`apply_schema_defaults`): a missing property, or a ``null`` one that is not
+  ``nullable``, takes its ``default`` (at every level, defaults of defaults too); a non-nullable
+  ``null`` without a default is dropped (``PruneNonNullableNullsWithoutDefaults``); a ``null``
+  list item stays and fails validation;
+- :func:`validate_value` then yields, in kube-apiserver's order, the OpenAPI errors
+  (kube-openapi's validators per node: type, string, number, items/maxItems, enum, then object:
+  maxProperties, additionalProperties, properties in name order, required), then the
+  list-type set/map duplicates, then the ``x-kubernetes-validations`` rules (pre-order, node
+  before children). The rules are skipped when any earlier error (ObjectMeta's included, passed
+  as ``prior``) is of a blocking type (Unsupported, Required, TooLong, TooMany, TypeInvalid):
+  the real server then adds one ``<nil>: Invalid value: "null": some validation rules were not
+  checked...`` cause instead. Duplicates alone do not block the rules.
+
+Where the real server iterates a Go map (properties, object keys) its order varies between
+requests; here it is the property name order for schema properties and the object's own key
+order otherwise, both of which the real server also produces. Values in messages are printed as
+Go prints them (``%v``/``%#v``: ``map[string]interface {}{"name":"a"}``, ``1e+06``), and JSON
+numbers follow Go's decoding (an integer beyond int64 is a float64; ``80.0`` is an integer for
+``type: integer``). A rule outside the CEL subset is skipped (it cannot be enforced and must not
+crash the server); a transition rule (using ``oldSelf``) only runs when an old value exists.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 import re
+from collections.abc import Sequence
+from datetime import date
 from typing import Any
 
 from slicectl.sim.validation import cel
 from slicectl.sim.validation import errors as e
+from slicectl.sim.validation.govalues import go_cause as _cause
+from slicectl.sim.validation.govalues import go_float, go_value, json_type
+from slicectl.sim.validation.listtype import join_path as _join
+from slicectl.sim.validation.listtype import list_type_errors
+from slicectl.sim.validation.listtype import sub_schema as _sub_schema
 
-_TYPES = {"object": dict, "array": list, "string": str, "boolean": bool}
-
-
-def json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
+# Error types after which kube-apiserver does not run the CEL rules (``hasBlockingErr``).
+BLOCKING = frozenset({"FieldValueNotSupported", "FieldValueRequired", "FieldValueTooLong",
+                      "FieldValueTooMany", "FieldValueTypeInvalid"})
+RULES_NOT_CHECKED = ("some validation rules were not checked because the object was invalid; "
+                     "correct the existing errors to complete validation")
+_MAX_JSON_INT_FLOAT = float(2**53)
 
 
-def _join(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
+def _drops_null(sub: dict[str, Any]) -> bool:
+    return not sub.get("nullable")
 
 
 def apply_schema_defaults(value: Any, schema: dict[str, Any]) -> None:
-    """Fill missing properties that have a ``default``, at every level, in place."""
+    """Default missing and non-nullable null properties, drop other such nulls, in place."""
     if isinstance(value, dict):
-        props = schema.get("properties") or {}
-        for key, sub in props.items():
-            if key not in value and isinstance(sub, dict) and "default" in sub:
+        for key, sub in (schema.get("properties") or {}).items():
+            if isinstance(sub, dict) and "default" in sub and (
+                    key not in value or (value[key] is None and _drops_null(sub))):
                 value[key] = copy.deepcopy(sub["default"])
-            if key in value and isinstance(sub, dict):
-                apply_schema_defaults(value[key], sub)
-        extra = schema.get("additionalProperties")
-        if isinstance(extra, dict):
-            for key, item in value.items():
-                if key not in props:
-                    apply_schema_defaults(item, extra)
+        for key in list(value):
+            sub = _sub_schema(schema, key)
+            if sub is None:
+                continue
+            if value[key] is None and _drops_null(sub):
+                del value[key]
+                continue
+            apply_schema_defaults(value[key], sub)
     elif isinstance(value, list) and isinstance(schema.get("items"), dict):
-        for item in value:
-            apply_schema_defaults(item, schema["items"])
+        items = schema["items"]
+        for i, item in enumerate(value):
+            if item is None and _drops_null(items) and "default" in items:
+                value[i] = copy.deepcopy(items["default"])
+            apply_schema_defaults(value[i], items)
 
 
 def validate_value(
-    value: Any, schema: dict[str, Any], path: str, old: Any = None, has_old: bool = False
+    value: Any, schema: dict[str, Any], path: str, old: Any = None, has_old: bool = False,
+    prior: Sequence[e.Cause] = (),
 ) -> list[e.Cause]:
+    """Causes for ``value`` in the real server's order; ``prior`` are earlier causes (ObjectMeta)
+    that count when deciding whether the CEL rules run."""
+    causes = _openapi(value, schema, path)
+    causes.extend(list_type_errors(value, schema, path))
+    if any(c["reason"] in BLOCKING for c in (*prior, *causes)):
+        causes.append(e.invalid("<nil>", None, RULES_NOT_CHECKED))
+    else:
+        causes.extend(_rules_tree(value, schema, path, old, has_old))
+    return causes
+
+
+def _openapi(value: Any, schema: dict[str, Any], path: str) -> list[e.Cause]:
+    """kube-openapi's SchemaValidator: every validator that applies to the value's kind."""
+    causes: list[e.Cause] = []
     type_error = _type_error(value, schema, path)
     if type_error is not None:
-        return [type_error]
-    if value is None:
-        return []
-    causes = _check_node(value, schema, path)
-    if isinstance(value, dict):
-        props = schema.get("properties") or {}
-        for key in schema.get("required") or []:
-            if key not in value:
-                causes.append(e.required(_join(path, key)))
-        extra = schema.get("additionalProperties")
-        for key, item in value.items():
-            sub = props.get(key) if key in props else extra if isinstance(extra, dict) else None
-            if isinstance(sub, dict):
-                old_item = old.get(key) if isinstance(old, dict) else None
-                causes.extend(validate_value(item, sub, _join(path, key), old_item,
-                                             has_old and isinstance(old, dict) and key in old))
-    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
-        for i, item in enumerate(value):
-            causes.extend(validate_value(item, schema["items"], f"{path}[{i}]"))
-        causes.extend(_list_uniqueness(value, schema, path))
-    causes.extend(_rules(value, schema, path, old, has_old))
+        causes.append(type_error)
+    kind = json_type(value)
+    if kind == "string":
+        causes.extend(_string(value, schema, path))
+        if not _format_ok(value, str(schema.get("format") or "")):
+            causes.append(_cause("FieldValueTypeInvalid", path, value, f"{path or '<root>'} in "
+                                 f"body must be of type {schema['format']}: {go_value(value)}"))
+    elif kind in ("integer", "number"):
+        causes.extend(_number(value, schema, path))
+    elif kind == "array":
+        causes.extend(_array(value, schema, path))
+    enum = schema.get("enum")
+    if isinstance(enum, list) and enum and not _in_enum(value, enum):
+        allowed = ", ".join(json.dumps(v if isinstance(v, str) else json.dumps(v)) for v in enum)
+        causes.append({"reason": "FieldValueNotSupported", "message": f"Unsupported value: "
+                       f"{go_value(value)}: supported values: {allowed}", "field": path})
+    if kind == "object":
+        causes.extend(_object(value, schema, path))
     return causes
+
+
+def _in_enum(value: Any, enum: list[Any]) -> bool:
+    return any((type(v) is type(value) and v == value) or (
+        json_type(v) in ("integer", "number") and json_type(value) in ("integer", "number")
+        and v == value) for v in enum)
+
+
+def _types(schema: dict[str, Any]) -> list[str]:
+    if schema.get("x-kubernetes-int-or-string"):
+        return ["integer", "string"]
+    return [schema["type"]] if isinstance(schema.get("type"), str) else []
+
+
+def _is_float_int(value: Any) -> bool:
+    return (isinstance(value, float | int) and not isinstance(value, bool)
+            and json_type(value) == "number" and abs(value) <= _MAX_JSON_INT_FLOAT
+            and float(value).is_integer())
 
 
 def _type_error(value: Any, schema: dict[str, Any], path: str) -> e.Cause | None:
-    """The type mismatch of ``value`` (children of a mistyped value are not checked)."""
+    """kube-openapi's typeValidator (a mismatch is a TypeInvalid cause; the value's own
+    validators still run)."""
+    types, fmt = _types(schema), schema.get("format") or ""
+    if not types and not fmt:
+        return None
     shown = path or "<root>"
-    wanted = schema.get("type")
+
+    def mismatch(expected: str, got: str) -> e.Cause:
+        return _cause("FieldValueTypeInvalid", path, got,
+                      f"{shown} in body must be of type {expected}: \"{got}\"")
+
     if value is None:
-        if schema.get("nullable") or not wanted:
+        if types and "null" not in types and not schema.get("nullable"):
+            return mismatch(",".join(types), "null")
+        return None
+    actual = json_type(value)
+    fits = (actual in types or (actual == "integer" and "number" in types)
+            or (actual == "number" and "integer" in types and _is_float_int(value)))
+    data_format = {"integer": "int64", "number": "float64"}.get(actual, "")
+    if actual in ("string", "array"):
+        if fmt and "integer" not in types and "number" not in types:
             return None
-        return e.invalid(path, "null", f"{shown} in body must be of type {wanted}: \"null\"")
-    actual = json_type(value)
-    if schema.get("x-kubernetes-int-or-string"):
-        if actual not in ("integer", "string"):
-            return e.invalid(path, actual, f"{shown} in body must be of type "
-                             f"integer-or-string: \"{actual}\"")
-    elif wanted and not (actual == wanted or (wanted == "number" and actual == "integer")):
-        return e.invalid(path, actual, f"{shown} in body must be of type {wanted}: "
-                         f"\"{actual}\"")
-    return None
+    elif fmt and not (fits or data_format == fmt):
+        return mismatch(fmt, data_format)
+    return None if fits else mismatch(",".join(types), actual)
 
 
-def _check_node(value: Any, schema: dict[str, Any], path: str) -> list[e.Cause]:
+_TIME = re.compile(r"^([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))$")
+
+
+def _is_date(text: str) -> bool:
+    """Go's ``time.Parse("2006-01-02", text)``."""
+    if re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", text) is None:
+        return False
+    try:
+        date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _format_ok(value: str, fmt: str) -> bool:
+    """kube-openapi's strfmt checks for the formats implemented here (date-time, date); any
+    other format is accepted."""
+    name = fmt.replace("-", "").replace("_", "").lower()
+    if name == "date":
+        return _is_date(value)
+    if name != "datetime":
+        return True
+    parts = value.lower().split("t")
+    if len(value) < 4 or len(parts) < 2 or not _is_date(parts[0]):
+        return False
+    match = _TIME.match(parts[1])
+    return match is not None and match[1] <= "23" and match[2] <= "59" and match[3] <= "59"
+
+
+def _string(value: str, schema: dict[str, Any], path: str) -> list[e.Cause]:
+    """The first of maxLength, minLength and pattern that fails (kube-openapi stops there)."""
     shown = path or "<root>"
-    actual = json_type(value)
-    causes: list[e.Cause] = []
-    enum = schema.get("enum")
-    if isinstance(enum, list) and value not in enum:
-        causes.append(e.not_supported(path, value, [str(x) for x in enum]))
-    if actual in ("integer", "number"):
-        causes.extend(_range(value, schema, path, shown))
-    if isinstance(value, str):
-        causes.extend(_string(value, schema, path, shown))
-    if isinstance(value, list):
-        if "maxItems" in schema and len(value) > schema["maxItems"]:
-            causes.append(e.too_many(path, len(value), schema["maxItems"]))
-        if "minItems" in schema and len(value) < schema["minItems"]:
-            causes.append(e.invalid(path, len(value), f"{shown} in body should have at least "
-                                    f"{schema['minItems']} items"))
-    if isinstance(value, dict):
-        if "maxProperties" in schema and len(value) > schema["maxProperties"]:
-            causes.append(e.too_many(path, len(value), schema["maxProperties"]))
-        if "minProperties" in schema and len(value) < schema["minProperties"]:
-            causes.append(e.invalid(path, len(value), f"{shown} in body should have at least "
-                                    f"{schema['minProperties']} properties"))
-    return causes
-
-
-def _range(value: float, schema: dict[str, Any], path: str, shown: str) -> list[e.Cause]:
-    causes: list[e.Cause] = []
-    if "minimum" in schema:
-        low = schema["minimum"]
-        if value < low or (schema.get("exclusiveMinimum") and value == low):
-            op = "greater than" if schema.get("exclusiveMinimum") else "greater than or equal to"
-            causes.append(e.invalid(path, value, f"{shown} in body should be {op} {low}"))
-    if "maximum" in schema:
-        high = schema["maximum"]
-        if value > high or (schema.get("exclusiveMaximum") and value == high):
-            op = "less than" if schema.get("exclusiveMaximum") else "less than or equal to"
-            causes.append(e.invalid(path, value, f"{shown} in body should be {op} {high}"))
-    return causes
-
-
-def _string(value: str, schema: dict[str, Any], path: str, shown: str) -> list[e.Cause]:
-    causes: list[e.Cause] = []
     if "maxLength" in schema and len(value) > schema["maxLength"]:
-        causes.append(e.too_long(path, schema["maxLength"]))
+        return [e.too_long(path, schema["maxLength"])]
     if "minLength" in schema and len(value) < schema["minLength"]:
-        causes.append(e.invalid(path, value, f"{shown} in body should be at least "
-                                f"{schema['minLength']} chars long"))
+        return [_cause("FieldValueInvalid", path, value, f"{shown} in body should be at least "
+                       f"{schema['minLength']} chars long")]
     pattern = schema.get("pattern")
     if isinstance(pattern, str):
         try:
             if re.search(pattern, value) is None:
-                causes.append(e.invalid(path, value, f"{shown} in body should match "
-                                        f"'{pattern}'"))
+                return [_cause("FieldValueInvalid", path, value,
+                               f"{shown} in body should match '{pattern}'")]
         except re.error:
             pass  # an RE2 construct Python lacks: the CRD was accepted, so do not fail here
+    return []
+
+
+def _number(value: float, schema: dict[str, Any], path: str) -> list[e.Cause]:
+    """multipleOf, minimum, maximum, in kube-openapi's order; bounds print as Go float64s."""
+    shown = path or "<root>"
+    number = float(value) if json_type(value) == "number" else value
+    causes: list[e.Cause] = []
+    factor = schema.get("multipleOf")
+    if isinstance(factor, int | float) and factor > 0:
+        ratio = number / factor
+        if not (abs(ratio) <= _MAX_JSON_INT_FLOAT and float(ratio).is_integer()):
+            causes.append(_cause("FieldValueInvalid", path, number, f"{shown} in body should be "
+                                 f"a multiple of {go_float(float(factor))}"))
+    for bound, exclusive, word in (("minimum", "exclusiveMinimum", "greater than"),
+                                   ("maximum", "exclusiveMaximum", "less than")):
+        if not isinstance(schema.get(bound), int | float):
+            continue
+        limit = schema[bound]
+        strict = bool(schema.get(exclusive))
+        low = bound == "minimum"
+        if (number < limit if low else number > limit) or (strict and number == limit):
+            op = word if strict else f"{word} or equal to"
+            causes.append(_cause("FieldValueInvalid", path, number,
+                                 f"{shown} in body should be {op} {go_float(float(limit))}"))
     return causes
 
 
-def _list_uniqueness(value: list[Any], schema: dict[str, Any], path: str) -> list[e.Cause]:
-    list_type = schema.get("x-kubernetes-list-type")
+def _array(value: list[Any], schema: dict[str, Any], path: str) -> list[e.Cause]:
+    """Items first, then minItems and maxItems."""
+    shown = path or "<root>"
     causes: list[e.Cause] = []
-    if list_type == "set":
-        seen: list[Any] = []
+    items = schema.get("items")
+    if isinstance(items, dict):
         for i, item in enumerate(value):
-            if item in seen:
-                causes.append(e.duplicate(f"{path}[{i}]", item))
-            seen.append(item)
-    elif list_type == "map":
-        keys = schema.get("x-kubernetes-list-map-keys") or []
-        seen_keys: list[Any] = []
+            causes.extend(_openapi(item, items, f"{path}[{i}]"))
+    if "minItems" in schema and len(value) < schema["minItems"]:
+        causes.append(_cause("FieldValueInvalid", path, len(value), f"{shown} in body should "
+                             f"have at least {schema['minItems']} items"))
+    if "maxItems" in schema and len(value) > schema["maxItems"]:
+        causes.append(e.too_many(path, len(value), schema["maxItems"]))
+    return causes
+
+
+def _object(value: dict[str, Any], schema: dict[str, Any], path: str) -> list[e.Cause]:
+    """min/maxProperties, additionalProperties (key order), properties (name order),
+    required."""
+    shown = path or "<root>"
+    causes: list[e.Cause] = []
+    if "minProperties" in schema and len(value) < schema["minProperties"]:
+        causes.append(_cause("FieldValueInvalid", path, len(value), f"{shown} in body should "
+                             f"have at least {schema['minProperties']} properties"))
+    if "maxProperties" in schema and len(value) > schema["maxProperties"]:
+        causes.append(e.too_many(path, len(value), schema["maxProperties"]))
+    props = schema.get("properties") or {}
+    extra = schema.get("additionalProperties")
+    if isinstance(extra, dict):
+        for key, item in value.items():
+            if key not in props:
+                causes.extend(_openapi(item, extra, _join(path, key)))
+    for key in sorted(props):
+        if key in value and isinstance(props[key], dict):
+            causes.extend(_openapi(value[key], props[key], _join(path, key)))
+    causes.extend(e.required(_join(path, key)) for key in schema.get("required") or []
+                  if key not in value)
+    return causes
+
+
+def _rules_tree(
+    value: Any, schema: dict[str, Any], path: str, old: Any, has_old: bool
+) -> list[e.Cause]:
+    """The CEL rules of this node, then of its children (null values are not checked)."""
+    if value is None:
+        return []
+    causes = _rules(value, schema, path, old, has_old)
+    if isinstance(value, dict):
+        for key, item in value.items():
+            sub = _sub_schema(schema, key)
+            if sub is not None:
+                old_item = old.get(key) if isinstance(old, dict) else None
+                causes.extend(_rules_tree(item, sub, _join(path, key), old_item,
+                                          has_old and isinstance(old, dict) and key in old))
+    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
         for i, item in enumerate(value):
-            ident = {k: item.get(k) for k in keys} if isinstance(item, dict) else item
-            if ident in seen_keys:
-                causes.append(e.duplicate(f"{path}[{i}]", ident))
-            seen_keys.append(ident)
+            causes.extend(_rules_tree(item, schema["items"], f"{path}[{i}]", None, False))
     return causes
 
 
