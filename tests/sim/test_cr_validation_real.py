@@ -728,3 +728,50 @@ def test_go_value_prints_like_go() -> None:
         'map[string]interface {}{"a":[]interface {}{true, interface {}(nil)}, "b":1}')
     assert go_value(None) == '"null"'
     assert go_value(2**63) == "9.223372036854776e+18"
+
+
+async def test_object_meta_owner_references_and_finalizers_like_a_real_server(raw: Raw) -> None:
+    """ObjectMeta causes captured from the real server: owner reference causes name the list,
+    not the item; finalizers are qualified names, orphan and foregroundDeletion exclusive."""
+    await _install(raw)
+    ref = {"apiVersion": "v1", "kind": "Pod", "name": "a", "uid": "1"}
+    cases: list[tuple[dict[str, Any], list[tuple[str, str, str]]]] = [
+        ({"ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "", "uid": ""}]},
+         [("FieldValueInvalid", "metadata.ownerReferences.name",
+           'Invalid value: "": name must not be empty'),
+          ("FieldValueInvalid", "metadata.ownerReferences.uid",
+           'Invalid value: "": uid must not be empty')]),
+        ({"ownerReferences": [{**ref, "apiVersion": "apps/"}]},
+         [("FieldValueInvalid", "metadata.ownerReferences.apiVersion",
+           'Invalid value: "apps/": version must not be empty')]),
+        ({"finalizers": ["bad finalizer", "kubernetes"]},
+         [("FieldValueInvalid", "metadata.finalizers",
+           "Invalid value: \"bad finalizer\": name part must consist of alphanumeric "
+           "characters, '-', '_' or '.', and must start and end with an alphanumeric "
+           "character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
+           "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")]),
+        ({"finalizers": ["orphan", "foregroundDeletion"]},
+         [("FieldValueInvalid", "metadata.finalizers",
+           'Invalid value: []string{"orphan", "foregroundDeletion"}: finalizer orphan and '
+           "foregroundDeletion cannot be both set")]),
+    ]
+    for meta, causes in cases:
+        code, body, _ = await raw.request("POST", ESELS, _es({"selector": SEL}, **meta),
+                                          dryRun="All")
+        assert code == 422, (meta, body)
+        assert body["details"]["causes"] == [
+            {"reason": r, "message": m, "field": f} for r, f, m in causes], meta
+    # Two controllers: the cause carries the whole list as Go prints it (with its pointers).
+    refs = [{**ref, "controller": True}, {**ref, "kind": "ReplicaSet", "name": "b",
+                                          "controller": True}]
+    code, body, _ = await raw.request("POST", ESELS, _es({"selector": SEL},
+                                                         ownerReferences=refs), dryRun="All")
+    assert code == 422, body
+    [cause] = body["details"]["causes"]
+    assert cause["field"] == "metadata.ownerReferences"
+    assert cause["message"].startswith(
+        'Invalid value: []v1.OwnerReference{v1.OwnerReference{APIVersion:"v1", Kind:"Pod", '
+        'Name:"a", UID:"1", Controller:(*bool)(0x')
+    assert cause["message"].endswith(
+        ': Only one reference can have Controller set to true. Found "true" in references '
+        "for Pod/a and ReplicaSet/b")

@@ -56,6 +56,7 @@ def validate_object_meta(
     causes.extend(validate_labels(meta.get("labels"), f"{path}.labels"))
     causes.extend(validate_annotations(meta.get("annotations"), f"{path}.annotations"))
     causes.extend(_owner_references(meta.get("ownerReferences"), f"{path}.ownerReferences"))
+    causes.extend(_finalizers(meta.get("finalizers"), f"{path}.finalizers"))
     return causes
 
 
@@ -97,25 +98,73 @@ def validate_annotations(annotations: Any, path: str) -> list[e.Cause]:
     return causes
 
 
+def _go_owner_references(refs: list[Any]) -> str:
+    """``%#v`` of a ``[]v1.OwnerReference`` (the pointers' addresses are made up)."""
+    def one(ref: dict[str, Any]) -> str:
+        flags = ", ".join(
+            f"{go}:(*bool)(nil)" if ref.get(key) is None else f"{go}:(*bool)(0xc000010000)"
+            for key, go in (("controller", "Controller"),
+                            ("blockOwnerDeletion", "BlockOwnerDeletion")))
+        return ("v1.OwnerReference{" + ", ".join(
+            f"{go}:{json.dumps(str(ref.get(key) or ''))}" for key, go in (
+                ("apiVersion", "APIVersion"), ("kind", "Kind"), ("name", "Name"),
+                ("uid", "UID"))) + ", " + flags + "}")
+    return "[]v1.OwnerReference{" + ", ".join(
+        one(r) if isinstance(r, dict) else one({}) for r in refs) + "}"
+
+
 def _owner_references(refs: Any, path: str) -> list[e.Cause]:
+    """``ValidateOwnerReferences``: every reference's errors name the list, not its index."""
     if refs is None:
         return []
     if not isinstance(refs, list):
         return [e.invalid(path, refs, "must be a list")]
     causes: list[e.Cause] = []
-    controllers = 0
-    for i, ref in enumerate(refs):
-        item = f"{path}[{i}]"
+    controller = ""
+    for ref in refs:
         if not isinstance(ref, dict):
-            causes.append(e.invalid(item, ref, "must be an object"))
+            causes.append(e.invalid(path, ref, "must be an object"))
             continue
-        for key in ("apiVersion", "kind", "name", "uid"):
+        api_version = str(ref.get("apiVersion") or "")
+        group, _, version = api_version.rpartition("/")
+        if api_version.count("/") > 1 or not version:
+            group, version = "", ""
+        kind = str(ref.get("kind") or "")
+        if not version:
+            causes.append(e.invalid(f"{path}.apiVersion", api_version,
+                                    "version must not be empty"))
+        if not kind:
+            causes.append(e.invalid(f"{path}.kind", kind, "kind must not be empty"))
+        for key in ("name", "uid"):
             if not ref.get(key):
-                causes.append(e.invalid(f"{item}.{key}", ref.get(key, ""), f"{key} must not "
-                                        "be empty"))
+                causes.append(e.invalid(f"{path}.{key}", str(ref.get(key) or ""),
+                                        f"{key} must not be empty"))
+        if (group, version, kind) == ("", "v1", "Event"):
+            causes.append({"reason": "FieldValueInvalid", "message":
+                           f"Invalid value: {_go_owner_references([ref])[20:-1]}: "
+                           "/v1, Kind=Event is disallowed from being an owner", "field": path})
         if ref.get("controller") is True:
-            controllers += 1
-    if controllers > 1:
-        causes.append(e.invalid(path, refs, "Only one reference can have Controller set to "
-                                "true"))
+            current = f"{kind}/{ref.get('name') or ''}"
+            if controller:
+                causes.append({"reason": "FieldValueInvalid", "message": (
+                    f"Invalid value: {_go_owner_references(refs)}: Only one reference can "
+                    f"have Controller set to true. Found \"true\" in references for "
+                    f"{controller} and {current}"), "field": path})
+            else:
+                controller = current
+    return causes
+
+
+def _finalizers(finalizers: Any, path: str) -> list[e.Cause]:
+    """``ValidateFinalizers``: qualified names; orphan and foregroundDeletion exclude each
+    other."""
+    if not isinstance(finalizers, list):
+        return []
+    causes = [e.invalid(path, name, m) for name in finalizers
+              for m in qualified_name_errors(str(name))]
+    if "orphan" in finalizers and "foregroundDeletion" in finalizers:
+        shown = "[]string{" + ", ".join(json.dumps(str(f)) for f in finalizers) + "}"
+        causes.append({"reason": "FieldValueInvalid", "message": f"Invalid value: {shown}: "
+                       "finalizer orphan and foregroundDeletion cannot be both set",
+                       "field": path})
     return causes
