@@ -1,6 +1,7 @@
 """LIST semantics: label and field selectors, resourceVersion matching, limit/continue paging.
 
-Decides which objects a list or watch returns (:class:`Filter`, shared by both), at which
+Decides which objects a list or watch returns (:class:`Filter`, shared by both, built from the
+sim's own selector code: :mod:`slicectl.sim.selectors`, :mod:`slicectl.sim.fieldsets`), at which
 resourceVersion a list is served (unset/"0"/NotOlderThan: now; Exact or a continue token: the
 state rebuilt from history, 410 Expired past it), and how pages are cut: keys in etcd order, an
 opaque continue token carrying the list's resourceVersion and the next start key, encoded as the
@@ -17,9 +18,9 @@ from typing import Any
 
 import orjson
 
-from slicectl.model.selector import Selector, SelectorError, parse_selector_string
 from slicectl.sim import errors
-from slicectl.sim.resources import field_selectors
+from slicectl.sim.fieldsets import FieldSelector, FieldSelectorError, parse_field_selector
+from slicectl.sim.selectors import LabelSelector, LabelSelectorError, parse_label_selector
 from slicectl.sim.storage import Obj, Store
 from slicectl.sim.types import ResourceType
 
@@ -32,52 +33,17 @@ CONTINUE_EXPIRED = (
 )
 
 
-def field_value(obj: Obj, path: str) -> str:
-    value: Any = obj
-    for part in path.split("."):
-        if not isinstance(value, dict):
-            return ""
-        value = value.get(part)
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
-FieldTerm = tuple[str, bool, str]  # (path, equal?, value)
-
-
-def parse_field_selector(rt: ResourceType, text: str) -> tuple[FieldTerm, ...]:
-    allowed = field_selectors(rt)
-    terms: list[FieldTerm] = []
-    for raw in text.split(","):
-        term = raw.strip()
-        if not term:
-            continue
-        op = next((o for o in ("!=", "==", "=") if o in term), "")
-        if not op:
-            raise errors.bad_request(f"invalid selector: '{text}'; can't understand '{term}'")
-        path, _, value = term.partition(op)
-        equal = op != "!="
-        path = path.strip()
-        if path not in allowed:
-            raise errors.bad_request(f'field label not supported: {path}')
-        terms.append((path, equal, value.strip()))
-    return tuple(terms)
-
-
 @dataclass(frozen=True, slots=True)
 class Filter:
     """Which objects a list or watch selects: namespace, labels, fields."""
 
     namespace: str = ""
-    labels: Selector = field(default_factory=Selector)
-    fields: tuple[FieldTerm, ...] = ()
+    labels: LabelSelector = field(default_factory=LabelSelector)
+    fields: FieldSelector = field(default_factory=FieldSelector)
 
     @property
     def trivial(self) -> bool:
-        return self.labels.empty and not self.fields
+        return self.labels.empty and self.fields.empty
 
     def matches(self, obj: Obj) -> bool:
         meta = obj["metadata"]
@@ -85,16 +51,16 @@ class Filter:
             return False
         if not self.labels.empty and not self.labels.matches(meta.get("labels") or {}):
             return False
-        return all((field_value(obj, path) == value) == equal
-                   for path, equal, value in self.fields)
+        return self.fields.matches(obj)
 
 
 def make_filter(rt: ResourceType, namespace: str, query: dict[str, str]) -> Filter:
+    """The request's selectors, parsed by the sim's own code (400 with the real message)."""
     try:
-        labels = parse_selector_string(query.get("labelSelector", ""))
-    except SelectorError as exc:
-        raise errors.bad_request(f"unable to parse requirement: {exc}") from exc
-    fields = parse_field_selector(rt, query.get("fieldSelector", ""))
+        labels = parse_label_selector(query.get("labelSelector", ""))
+        fields = parse_field_selector(rt, query.get("fieldSelector", ""))
+    except (LabelSelectorError, FieldSelectorError) as exc:
+        raise errors.bad_request(str(exc)) from exc
     return Filter(namespace, labels, fields)
 
 

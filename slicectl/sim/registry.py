@@ -93,7 +93,10 @@ def crd_types(crd: Obj) -> list[ResourceType]:
             categories=tuple(names.get("categories") or ()),
             schema=schema,
             printer_columns=tuple(version.get("additionalPrinterColumns") or ()),
-            extra={"crd": crd["metadata"]["name"], "storage": bool(version.get("storage"))},
+            extra={"crd": crd["metadata"]["name"], "storage": bool(version.get("storage")),
+                   "selectable_fields": tuple(
+                       str(f.get("jsonPath", "")).lstrip(".")
+                       for f in version.get("selectableFields") or () if isinstance(f, dict))},
         ))
     return types
 

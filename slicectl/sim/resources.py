@@ -9,8 +9,9 @@ handlers and garbage collection consult one table:
 - ``reset_status_on_create``: the strategy wipes ``status`` on create (pods, services, CRs);
 - ``return_deleted_object``: DELETE answers with the object rather than a success Status;
 - ``create_on_update``: PUT of a missing object creates it (leases, events);
-- ``unconditional_update``: PUT without ``metadata.resourceVersion`` is allowed;
-- ``field_selectors``: the field labels a list/watch may select on besides metadata.*.
+- ``unconditional_update``: PUT without ``metadata.resourceVersion`` is allowed.
+
+Field selectors per type live in :mod:`slicectl.sim.fieldsets`.
 """
 
 from __future__ import annotations
@@ -18,21 +19,6 @@ from __future__ import annotations
 from typing import Any
 
 from slicectl.sim.types import ResourceType
-
-_POD_FIELDS = (
-    "spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
-    "spec.hostNetwork", "status.phase", "status.podIP", "status.nominatedNodeName",
-)
-_EVENT_FIELDS = (
-    "involvedObject.kind", "involvedObject.namespace", "involvedObject.name",
-    "involvedObject.uid", "involvedObject.apiVersion", "involvedObject.resourceVersion",
-    "involvedObject.fieldPath", "reason", "reportingComponent", "source", "type",
-)
-_EVENTS_V1_FIELDS = (
-    "regarding.kind", "regarding.namespace", "regarding.name", "regarding.uid",
-    "regarding.apiVersion", "regarding.resourceVersion", "regarding.fieldPath", "reason",
-    "reportingController", "type",
-)
 
 
 def _rt(group: str, plural: str, kind: str, namespaced: bool, definition: str,
@@ -48,26 +34,23 @@ BUILTINS: tuple[ResourceType, ...] = (
     _rt("", "namespaces", "Namespace", False, "io.k8s.api.core.v1.Namespace",
         short_names=("ns",), subresources=frozenset({"status", "finalize"}),
         verbs=("create", "delete", "get", "list", "patch", "update", "watch"),
-        extra={"return_deleted_object": True, "unconditional_update": True,
-               "field_selectors": ("status.phase",)}),
+        extra={"return_deleted_object": True, "unconditional_update": True}),
     _rt("", "pods", "Pod", True, "io.k8s.api.core.v1.Pod", short_names=("po",),
         subresources=frozenset({"status"}), categories=("all",),
         extra={"reset_status_on_create": True, "return_deleted_object": True,
-               "unconditional_update": True, "field_selectors": _POD_FIELDS}),
+               "unconditional_update": True}),
     _rt("", "nodes", "Node", False, "io.k8s.api.core.v1.Node", short_names=("no",),
         subresources=frozenset({"status"}),
-        extra={"unconditional_update": True, "field_selectors": ("spec.unschedulable",)}),
+        extra={"unconditional_update": True}),
     _rt("", "services", "Service", True, "io.k8s.api.core.v1.Service", short_names=("svc",),
         subresources=frozenset({"status"}), categories=("all",),
         extra={"reset_status_on_create": True, "return_deleted_object": True,
                "unconditional_update": True}),
     _rt("", "events", "Event", True, "io.k8s.api.core.v1.Event", short_names=("ev",),
-        extra={"create_on_update": True, "unconditional_update": True,
-               "field_selectors": _EVENT_FIELDS}),
+        extra={"create_on_update": True, "unconditional_update": True}),
     _rt("events.k8s.io", "events", "Event", True, "io.k8s.api.events.v1.Event",
         short_names=("ev",),
-        extra={"create_on_update": True, "unconditional_update": True,
-               "field_selectors": _EVENTS_V1_FIELDS}),
+        extra={"create_on_update": True, "unconditional_update": True}),
     _rt("discovery.k8s.io", "endpointslices", "EndpointSlice", True,
         "io.k8s.api.discovery.v1.EndpointSlice",
         extra={"generation": "endpointslice", "unconditional_update": True}),
@@ -107,11 +90,6 @@ def allows_create_on_update(rt: ResourceType) -> bool:
 
 def allows_unconditional_update(rt: ResourceType) -> bool:
     return bool(rt.extra.get("unconditional_update"))
-
-
-def field_selectors(rt: ResourceType) -> tuple[str, ...]:
-    fields: tuple[str, ...] = rt.extra.get("field_selectors", ())
-    return ("metadata.name", "metadata.namespace", *fields)
 
 
 def storage_key(rt: ResourceType) -> tuple[str, str]:

@@ -7,24 +7,19 @@ passes it in, as ``ValidateObjectMeta(meta, requiresNamespace, nameFn, path)`` d
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Callable
 from typing import Any
 
-from slicectl.model.selector import label_key_error, label_value_error
 from slicectl.sim.validation import errors as e
 from slicectl.sim.validation.names import (
-    LABEL_VALUE_MSG,
     dns1123_label_errors,
+    label_value_errors,
     mask_trailing_dash,
     qualified_name_errors,
 )
 
 NameCheck = Callable[[str], list[str]]
-# The same few label keys and values recur on every write: remember their verdicts.
-_label_key_error = functools.lru_cache(maxsize=65536)(label_key_error)
-_label_value_error = functools.lru_cache(maxsize=65536)(label_value_error)
 TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024
 
 
@@ -68,15 +63,11 @@ def validate_labels(labels: Any, path: str) -> list[e.Cause]:
         return [e.invalid(path, labels, "must be a map of string keys and values")]
     causes: list[e.Cause] = []
     for key, value in labels.items():
-        if _label_key_error(str(key)) is not None:
-            causes.extend(e.invalid(path, key, m) for m in qualified_name_errors(str(key)))
+        causes.extend(e.invalid(path, key, m) for m in qualified_name_errors(str(key)))
         if not isinstance(value, str):
             causes.append(e.invalid(path, value, "must be a string"))
-        elif _label_value_error(value) is not None:
-            if len(value) > 63:
-                causes.append(e.invalid(path, value, "must be no more than 63 characters"))
-            if _label_value_error(value[:63]) is not None:
-                causes.append(e.invalid(path, value, LABEL_VALUE_MSG))
+        else:
+            causes.extend(e.invalid(path, value, m) for m in label_value_errors(value))
     return causes
 
 

@@ -2,8 +2,9 @@
 
 Why: object names, namespaces, hostnames, port names, app protocols and endpoint addresses are
 checked by the same few predicates in the real server; keeping each predicate and its exact
-message together here lets every validator use them unchanged. Label keys/values are decided by
-:mod:`slicectl.model.selector` (one rule for the whole project); only their wording lives here.
+message together here lets every validator use them unchanged. Label keys and values are
+decided here too, from the upstream functions, not by the controller's
+:mod:`slicectl.model.selector`: the server must be able to disagree with the controller.
 """
 
 from __future__ import annotations
@@ -11,8 +12,6 @@ from __future__ import annotations
 import functools
 import ipaddress
 import re
-
-from slicectl.model.selector import label_key_error
 
 _LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _DNS_LABEL = re.compile(f"^{_LABEL}$")
@@ -45,7 +44,7 @@ def dns1123_label_errors(value: str) -> list[str]:
     errs = []
     if len(value) > 63:
         errs.append("must be no more than 63 characters")
-    if not _DNS_LABEL.match(value):
+    if not _DNS_LABEL.fullmatch(value):
         errs.append(DNS1123_LABEL_MSG)
     return errs
 
@@ -54,7 +53,7 @@ def dns1123_subdomain_errors(value: str) -> list[str]:
     errs = []
     if len(value) > 253:
         errs.append("must be no more than 253 characters")
-    if not _DNS_SUBDOMAIN.match(value):
+    if not _DNS_SUBDOMAIN.fullmatch(value):
         errs.append(DNS1123_SUBDOMAIN_MSG)
     return errs
 
@@ -64,23 +63,53 @@ def mask_trailing_dash(name: str) -> str:
     return name[:-1] + "a" if len(name) > 1 and name.endswith("-") else name
 
 
-def qualified_name_errors(value: str) -> list[str]:
-    """``IsQualifiedName``: ``[prefix/]name`` as label keys and appProtocols."""
-    if label_key_error(value) is None:
-        return []
-    prefix, slash, name = value.rpartition("/")
+_QUALIFIED_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+
+
+@functools.lru_cache(maxsize=65536)  # label keys recur on every write
+def _qualified_name_errors(value: str) -> tuple[str, ...]:
+    parts = value.split("/")
     errs: list[str] = []
-    if slash and not prefix:
-        errs.append("prefix part must be non-empty")
-    elif slash:
-        errs.extend("prefix part " + e for e in dns1123_subdomain_errors(prefix))
+    if len(parts) > 2:
+        return ("a qualified name " + QUALIFIED_NAME_MSG.removeprefix("name part ")
+                + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",)
+    name = parts[-1]
+    if len(parts) == 2:
+        prefix = parts[0]
+        if not prefix:
+            errs.append("prefix part must be non-empty")
+        else:
+            errs.extend("prefix part " + m for m in dns1123_subdomain_errors(prefix))
     if not name:
         errs.append("name part must be non-empty")
     elif len(name) > 63:
         errs.append("name part must be no more than 63 characters")
-    if name and not re.match(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$", name):
+    if not _QUALIFIED_NAME.fullmatch(name):
         errs.append(QUALIFIED_NAME_MSG)
-    return errs or [QUALIFIED_NAME_MSG]
+    return tuple(errs)
+
+
+def qualified_name_errors(value: str) -> list[str]:
+    """``IsQualifiedName``: ``[prefix/]name`` as label keys and appProtocols."""
+    return list(_qualified_name_errors(value))
+
+
+_LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
+
+
+@functools.lru_cache(maxsize=65536)
+def _label_value_errors(value: str) -> tuple[str, ...]:
+    errs: list[str] = []
+    if len(value) > 63:
+        errs.append("must be no more than 63 characters")
+    if not _LABEL_VALUE.fullmatch(value):
+        errs.append(LABEL_VALUE_MSG)
+    return tuple(errs)
+
+
+def label_value_errors(value: str) -> list[str]:
+    """``IsValidLabelValue``."""
+    return list(_label_value_errors(value))
 
 
 @functools.lru_cache(maxsize=65536)  # pure, and every endpoint address goes through here
