@@ -34,10 +34,21 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="listen address")
     parser.add_argument("--kubeconfig-out", help="write a kubeconfig for this server here")
     parser.add_argument("--token", help="bearer token clients must send (random if unset)")
-    parser.add_argument("--watch-cache-size", type=int, default=100_000,
-                        help="events kept per resource for watch resume (older RVs get 410)")
-    parser.add_argument("--bookmark-interval", type=_non_negative, default=5.0,
-                        help="seconds between watch bookmarks")
+    parser.add_argument("--watch-cache-size", type=int, default=100 * 1024,
+                        help="at most this many events kept per resource for watch resume")
+    parser.add_argument("--watch-history-seconds", type=_non_negative, default=75.0,
+                        help="events older than this are forgotten: resuming a watch or a "
+                             "list from before them gets 410 Expired (the watch cache's 75 s)")
+    parser.add_argument("--bookmark-interval", type=_non_negative, default=60.0,
+                        help="seconds between watch bookmarks (the cacher's one minute)")
+    parser.add_argument("--watcher-buffer", type=int, default=None, metavar="EVENTS",
+                        help="events a watcher may fall behind before it is closed "
+                             "(default: sized as the real cacher sizes it; 0 = unbounded)")
+    parser.add_argument("--no-kubelet", dest="kubelet", action="store_false",
+                        help="do not finish graceful pod deletions; a client plays the kubelet")
+    parser.add_argument("--pod-grace-scale", type=_non_negative, default=1.0,
+                        help="multiply pod termination grace periods by this (the built-in "
+                             "kubelet removes a deleted pod after its scaled grace period)")
     parser.add_argument("--inject-latency-ms", type=_non_negative, default=0.0)
     parser.add_argument("--inject-error-rate", type=_rate, default=0.0,
                         help="fraction of requests answered 500")
@@ -54,7 +65,10 @@ async def _serve(args: argparse.Namespace) -> None:
     server = EmbeddedApiServer(host=args.host, port=args.port, token=args.token,
                                watch_cache_size=args.watch_cache_size,
                                bookmark_interval=args.bookmark_interval,
-                               kubeconfig_path=args.kubeconfig_out)
+                               kubeconfig_path=args.kubeconfig_out,
+                               watch_history_seconds=args.watch_history_seconds,
+                               watcher_buffer=args.watcher_buffer, kubelet=args.kubelet,
+                               pod_grace_scale=args.pod_grace_scale)
     faults = server.faults
     faults.latency_ms = args.inject_latency_ms
     faults.error_rate = args.inject_error_rate

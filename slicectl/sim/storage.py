@@ -2,11 +2,19 @@
 
 Decides what etcd plus the watch cache decide in a real cluster: the monotonically increasing
 resourceVersion stamped on every write; one map of objects per group/resource (keyed like the
-etcd key ``namespace/name`` so sorted keys list in etcd order); a bounded history of events per
-group/resource (the watch cache) from which watches resume and old states are rebuilt for
+etcd key ``namespace/name`` so sorted keys list in etcd order); a time-bounded history of events
+per group/resource (the watch cache) from which watches resume and old states are rebuilt for
 ``resourceVersionMatch=Exact`` lists and continue tokens; and the fan-out of every event to the
-subscribed watchers. Each event is serialized at most once per event type, lazily, and the same
-bytes go to every watcher.
+subscribed watchers.
+
+The history keeps the events of the last ``history_seconds`` (75 s, the watch cache's
+``eventFreshDuration``) and at most ``watch_cache_size`` events (its upper bound, 100 Ki). That
+is the harsh end of the real cache, which evicts only when full and so may keep older events
+of an idle resource: here an RV older than the window always gets 410 Expired, so relists
+happen in ordinary runs, not only after a forced compaction.
+
+Each event is serialized at most once per event type, lazily, and the same bytes go to every
+watcher.
 
 Stored object dicts are never mutated after they are handed to :meth:`Store.put`; readers may
 share them and must copy before changing anything.
@@ -14,13 +22,15 @@ share them and must copy before changing anything.
 
 from __future__ import annotations
 
-from collections import deque
+import time
+from collections import Counter, deque
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 import orjson
 
 from slicectl.sim import errors
+from slicectl.sim.backpressure import TimeBudget
 from slicectl.sim.resources import storage_key
 from slicectl.sim.types import ResourceType
 
@@ -31,9 +41,10 @@ StorageKey = tuple[str, str]
 class Event:
     """One change: its resourceVersion, type, the object after it, and the object before it."""
 
-    __slots__ = ("_bodies", "_lines", "key", "obj", "prev", "rv", "type")
+    __slots__ = ("_bodies", "_lines", "at", "key", "obj", "prev", "rv", "type")
 
     def __init__(self, rv: int, etype: str, key: str, obj: Obj, prev: Obj | None) -> None:
+        self.at = time.monotonic()
         self.rv = rv
         self.type = etype
         self.key = key
@@ -70,11 +81,12 @@ class Subscriber(Protocol):
 class Bucket:
     """Everything stored for one group/resource."""
 
-    __slots__ = ("history", "objects", "oldest", "watchers")
+    __slots__ = ("budget", "history", "objects", "oldest", "watchers")
 
-    def __init__(self, history_size: int, current_rv: int) -> None:
+    def __init__(self, current_rv: int) -> None:
+        self.budget = TimeBudget()  # how long dispatch may wait for full watchers
         self.objects: dict[str, Obj] = {}
-        self.history: deque[Event] = deque(maxlen=max(1, history_size))
+        self.history: deque[Event] = deque()
         self.oldest = current_rv + 1  # the oldest resourceVersion a watch can still resume after
         self.watchers: set[Subscriber] = set()
 
@@ -89,20 +101,24 @@ def owner_uids(obj: Obj) -> set[str]:
 
 
 class Store:
-    def __init__(self, watch_cache_size: int = 100_000) -> None:
+    def __init__(self, watch_cache_size: int = 100 * 1024,
+                 history_seconds: float = 75.0) -> None:
         self.rv = 1
-        self.watch_cache_size = watch_cache_size
+        self.watch_cache_size = max(1, watch_cache_size)
+        self.history_seconds = history_seconds
         self.buckets: dict[StorageKey, Bucket] = {}
         self.uids: dict[str, tuple[StorageKey, str]] = {}
         self.dependents: dict[str, set[tuple[StorageKey, str]]] = {}
         self.hooks: list[Callable[[StorageKey, Event], None]] = []
         self.last_event: Event | None = None  # the event of the latest put
+        self.terminated_watchers: Counter[StorageKey] = Counter()  # closed for falling behind
+        self.watcher_buffer: int | None = None  # events a watcher may lag (None: as the cacher)
 
     def bucket(self, rt: ResourceType) -> Bucket:
         skey = storage_key(rt)
         bucket = self.buckets.get(skey)
         if bucket is None:
-            bucket = self.buckets[skey] = Bucket(self.watch_cache_size, self.rv)
+            bucket = self.buckets[skey] = Bucket(self.rv)
         return bucket
 
     def drop_bucket(self, rt: ResourceType) -> None:
@@ -160,12 +176,21 @@ class Store:
         for uid in after - before:
             self.dependents.setdefault(uid, set()).add((skey, key))
 
-    def _emit(self, skey: StorageKey, bucket: Bucket, event: Event) -> None:
+    def _evict(self, bucket: Bucket) -> None:
+        """Forget events past the window or the size bound (their RVs then get 410)."""
         history = bucket.history
-        evicting = len(history) == history.maxlen
-        history.append(event)
-        if evicting:
-            bucket.oldest = history[0].rv
+        limit = time.monotonic() - self.history_seconds
+        evicted = 0
+        while history and (len(history) > self.watch_cache_size or history[0].at < limit):
+            evicted = history.popleft().rv
+        if evicted:
+            # as the watch cache: resumable from one before its oldest event; when every event
+            # has gone (an idle resource), from the last evicted one on (a bookmark's RV)
+            bucket.oldest = history[0].rv if history else evicted + 1
+
+    def _emit(self, skey: StorageKey, bucket: Bucket, event: Event) -> None:
+        bucket.history.append(event)
+        self._evict(bucket)
         for watcher in tuple(bucket.watchers):
             watcher.offer(event)
         for hook in self.hooks:
@@ -177,10 +202,16 @@ class Store:
             bucket.history.clear()
             bucket.oldest = self.rv + 1
 
-    def check_not_expired(self, rt: ResourceType, rv: int) -> None:
+    def resumable_from(self, rt: ResourceType) -> int:
+        """The oldest resourceVersion history still reaches back to (older ones: 410)."""
         bucket = self.bucket(rt)
-        if rv < bucket.oldest - 1:
-            raise errors.too_old(rv, bucket.oldest - 1)
+        self._evict(bucket)
+        return bucket.oldest - 1
+
+    def check_not_expired(self, rt: ResourceType, rv: int) -> None:
+        oldest = self.resumable_from(rt)
+        if rv < oldest:
+            raise errors.too_old(rv, oldest)
 
     def events_since(self, rt: ResourceType, rv: int) -> list[Event]:
         """Events strictly after ``rv`` (410 Expired if history no longer reaches back there)."""

@@ -5,10 +5,13 @@ current state when resourceVersion is unset or "0" or sendInitialEvents=true; ot
 event strictly after the given resourceVersion, or one ERROR event carrying a 410 Expired Status
 when history no longer reaches back there), filter transitions as the watch cache converts them
 (an object that stops matching is DELETED for this watcher, one that starts matching is ADDED),
-periodic BOOKMARK events, timeoutSeconds, and the faults that drop (end cleanly) or stall (send
-nothing, not even bookmarks) a stream. Event bytes come from :meth:`Event.line`, shared by all
-watchers (the object or, for metadata-only watches, its PartialObjectMetadata); only Table
-watches render per watcher.
+BOOKMARK events as the cacher sends them (about once a ``bookmark_interval``, 60 s by default,
+and once 2 s before the watch's deadline), timeoutSeconds, the bounded buffer of a watcher
+(:mod:`slicectl.sim.backpressure`: a watcher that falls further behind than its buffer for
+longer than the dispatch budget is closed, as the cacher closes unresponsive watchers), and the
+faults that drop (end cleanly) or stall (send nothing, not even bookmarks) a stream.
+Event bytes come from :meth:`Event.line`, shared by all watchers (the object or, for
+metadata-only watches, its PartialObjectMetadata); only Table watches render per watcher.
 """
 
 from __future__ import annotations
@@ -24,8 +27,10 @@ import orjson
 from aiohttp import web
 
 from slicectl.sim import errors
+from slicectl.sim.backpressure import TimeBudget, channel_size
 from slicectl.sim.listing import Filter
 from slicectl.sim.negotiation import partial
+from slicectl.sim.resources import storage_key
 from slicectl.sim.storage import Event, Obj, Store
 from slicectl.sim.types import ResourceType
 
@@ -37,7 +42,8 @@ class Watcher:
     """One open watch: filters offered events into a byte buffer its stream task drains."""
 
     def __init__(self, rt: ResourceType, flt: Filter, render: Render | None,
-                 meta_only: bool = False) -> None:
+                 meta_only: bool = False, capacity: int = 0,
+                 budget: TimeBudget | None = None, store: Store | None = None) -> None:
         self.rt = rt
         self.flt = flt
         self.render = render
@@ -46,6 +52,50 @@ class Watcher:
         self.wake = asyncio.Event()
         self.closed = False
         self.stalled_until = 0.0
+        self.capacity = capacity  # live events it may lag behind by (0: unbounded)
+        self.budget = budget or TimeBudget()
+        self.store = store
+        self.pending = 0  # live events queued since the stream last took the buffer
+        self.takes = 0  # how many times the stream took the buffer
+        self.taken_at = 0.0
+        self.blocked = False
+        self.terminated = False  # closed by the server for falling behind
+
+    def take(self) -> bytes:
+        """Everything queued, for the stream to write; the watcher is keeping up again."""
+        data = b"".join(self.buffer)
+        self.buffer.clear()
+        self.pending = 0
+        self.takes += 1
+        self.taken_at = time.monotonic()
+        return data
+
+    def _block(self) -> None:
+        """Full: wait at most the dispatch budget for the stream to take the buffer."""
+        self.blocked = True
+        timeout = self.budget.take()
+        asyncio.get_running_loop().call_later(
+            timeout, self._unblocked_or_close, self.takes, time.monotonic(), timeout)
+
+    def _unblocked_or_close(self, takes: int, since: float, timeout: float) -> None:
+        self.blocked = False
+        if self.closed:
+            return
+        if self.takes == takes:
+            self.terminate()
+            return
+        self.budget.give_back(timeout - (self.taken_at - since))
+        if self.capacity and self.pending > self.capacity:
+            self._block()
+
+    def terminate(self) -> None:
+        """Close as the cacher does an unresponsive watcher: queued events are dropped."""
+        self.terminated = True
+        self.buffer.clear()
+        if self.store is not None:
+            self.store.bucket(self.rt).watchers.discard(self)
+            self.store.terminated_watchers[storage_key(self.rt)] += 1
+        self.close()
 
     def line(self, event: Event, etype: str) -> bytes:
         if self.render is None:
@@ -74,7 +124,10 @@ class Watcher:
         else:
             return
         self.buffer.append(self.line(event, etype))
+        self.pending += 1
         self.wake.set()
+        if self.capacity and self.pending > self.capacity and not self.blocked:
+            self._block()
 
     def send_raw(self, line: bytes) -> None:
         self.buffer.append(line)
@@ -110,10 +163,26 @@ def _flag(query: dict[str, str], name: str) -> bool:
     return query.get(name, "").lower() in ("true", "1")
 
 
+def buffer_size(store: Store, rt: ResourceType, flt: Filter) -> int:
+    """The cacher's input plus result channel for this watch (see :mod:`backpressure`)."""
+    pods = (rt.group, rt.plural) == ("", "pods")
+    triggered = pods and any(label == "spec.nodeName" and equal
+                             for label, equal, _ in flt.fields.terms)
+    return 2 * channel_size(len(store.bucket(rt).history), pods, triggered)
+
+
 def start(store: Store, rt: ResourceType, flt: Filter, query: dict[str, str],
-          render: Render | None, meta_only: bool = False) -> tuple[Watcher, bool]:
-    """Register a watcher and queue its starting events; True when it must end after them."""
-    watcher = Watcher(rt, flt, render, meta_only)
+          render: Render | None, meta_only: bool = False,
+          capacity: int | None = None) -> tuple[Watcher, bool]:
+    """Register a watcher and queue its starting events; True when it must end after them.
+    ``capacity`` overrides the buffer size (None: as the cacher sizes it; 0: unbounded)."""
+    if capacity is None:
+        capacity = store.watcher_buffer
+    if capacity is None:
+        capacity = buffer_size(store, rt, flt)
+    # the replayed history is not subject to the live buffer bound (the cacher serves it from
+    # the cache interval before it reads its input channel)
+    watcher = Watcher(rt, flt, render, meta_only, 0, store.bucket(rt).budget, store)
     rv_text = query.get("resourceVersion", "")
     initial = _flag(query, "sendInitialEvents") or rv_text in ("", "0")
     if initial:
@@ -137,6 +206,7 @@ def start(store: Store, rt: ResourceType, flt: Filter, query: dict[str, str],
             return watcher, True
         for event in events:
             watcher.offer(event)
+    watcher.capacity, watcher.pending = capacity, 0
     store.bucket(rt).watchers.add(watcher)
     return watcher, False
 
@@ -150,7 +220,13 @@ async def stream(request: web.Request, store: Store, watcher: Watcher, finished:
     timeout = float(timeout_text) if timeout_text else random.uniform(1800.0, 3600.0)
     deadline = time.monotonic() + timeout
     bookmarks = _flag(query, "allowWatchBookmarks") and bookmark_interval > 0
-    next_bookmark = time.monotonic() + bookmark_interval
+
+    def next_bookmark_after(now: float) -> float:
+        """``nextBookmarkTime``: every interval, and 2 s before the deadline; then never."""
+        at = min(now + bookmark_interval, deadline - 2.0)
+        return at if at >= now else float("inf")
+
+    next_bookmark = next_bookmark_after(time.monotonic())
     try:
         await resp.prepare(request)
         while True:
@@ -162,18 +238,16 @@ async def stream(request: web.Request, store: Store, watcher: Watcher, finished:
                 break
             if bookmarks and now >= next_bookmark:
                 watcher.buffer.append(bookmark(watcher.rt, store.rv, False, watcher.meta_only))
-                next_bookmark = now + bookmark_interval
+                next_bookmark = next_bookmark_after(now)
             if watcher.buffer:
-                data = b"".join(watcher.buffer)
-                watcher.buffer.clear()
-                await resp.write(data)
+                await resp.write(watcher.take())
                 if finished:
                     break
                 continue
             if finished or now >= deadline:
                 break
             wait = deadline - now
-            if bookmarks:
+            if bookmarks and next_bookmark < deadline:
                 wait = min(wait, next_bookmark - now)
             await _wait(watcher, wait)
         await resp.write_eof()

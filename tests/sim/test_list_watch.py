@@ -124,8 +124,10 @@ async def test_watch_too_old_gets_410_error_event() -> None:
 async def test_bookmarks_and_timeout(raw: Raw) -> None:
     _, created, _ = await raw.request("POST", PODS, pod("a"))
     rv = created["metadata"]["resourceVersion"]
+    # bookmarks come every interval (0.2 s here) but never later than 2 s before the deadline,
+    # as the cacher's nextBookmarkTime schedules them: a 3 s watch gets ~5 before it ends
     events = await raw.watch_lines(PODS, 100, resourceVersion=rv, allowWatchBookmarks=True,
-                                   timeoutSeconds=1)
+                                   timeoutSeconds=3, limit_s=20)
     assert events, "expected bookmarks before the timeout ended the stream"
     assert {e["type"] for e in events} == {"BOOKMARK"}
     assert events[0]["object"]["kind"] == "Pod"
