@@ -33,6 +33,7 @@ from slicectl.sim.negotiation import (
 )
 from slicectl.sim.objects import (
     bump_generation,
+    check_name,
     deletion_done,
     prepare_create,
     prepare_update,
@@ -239,11 +240,8 @@ class Api:
     async def update(self, request: web.Request, rt: ResourceType, namespace: str, name: str,
                      subresource: str) -> web.Response:
         body = await self._body(request, rt)
-        meta = body.get("metadata")
-        if not isinstance(meta, dict) or meta.get("name") != name:
-            raise errors.bad_request(
-                f"the name of the object ({(meta or {}).get('name', '')}) does not match the "
-                f"name on the URL ({name})")
+        check_name(body, name, namespace)
+        meta = body["metadata"]
         old = self.store.get(rt, namespace, name)
         if old is None:
             if allows_create_on_update(rt) and not subresource:
@@ -268,7 +266,7 @@ class Api:
         meta = patched.get("metadata")
         if not isinstance(meta, dict):
             raise errors.bad_request("metadata must be an object")
-        meta["name"] = name
+        check_name(patched, name, namespace)
         if not meta.get("resourceVersion"):
             meta["resourceVersion"] = old["metadata"]["resourceVersion"]
         return self._write(request, rt, old, patched, subresource)

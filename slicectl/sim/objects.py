@@ -41,7 +41,32 @@ def deep_copy(value: Any) -> Any:
 
 
 def generated_name(prefix: str) -> str:
-    return prefix + "".join(random.choices(NAME_SUFFIX_ALPHABET, k=5))
+    """``SimpleNameGenerator``: the prefix cut to 58 characters, then 5 random characters."""
+    return prefix[:58] + "".join(random.choices(NAME_SUFFIX_ALPHABET, k=5))
+
+
+def check_name(obj: Obj, name: str, namespace: str) -> None:
+    """``checkName`` of the update and patch handlers: the body may not rename the object."""
+    found = obj.get("metadata")
+    meta: dict[str, Any] = found if isinstance(found, dict) else {}
+    obj_name = str(meta.get("name") or "")
+    if obj_name != name:
+        raise errors.bad_request(f"the name of the object ({obj_name}) does not match the name "
+                                 f"on the URL ({name})")
+    obj_ns = str(meta.get("namespace") or "")
+    if namespace and obj_ns and obj_ns != namespace:
+        raise errors.bad_request(f"the namespace of the object ({obj_ns}) does not match the "
+                                 f"namespace on the request ({namespace})")
+
+
+def semantic(value: Any) -> Any:
+    """A value as ``equality.Semantic.DeepEqual`` compares it: null, [] and {} are unset."""
+    if isinstance(value, dict):
+        kept = {k: semantic(v) for k, v in value.items()}
+        return {k: v for k, v in kept.items() if v not in (None, [], {})}
+    if isinstance(value, list):
+        return [semantic(v) for v in value]
+    return value
 
 
 def metadata_of(rt: ResourceType, obj: Any) -> dict[str, Any]:
@@ -146,11 +171,15 @@ def bump_generation(rt: ResourceType, old: Obj, new: Obj) -> None:
         changed = old.get("spec") != new.get("spec")
     else:
         ignored = ("metadata", "status") if policy == "non-metadata-status" else ("metadata",)
-        changed = ({k: v for k, v in old.items() if k not in ignored}
-                   != {k: v for k, v in new.items() if k not in ignored})
+        before = {k: v for k, v in old.items() if k not in ignored}
+        after = {k: v for k, v in new.items() if k not in ignored}
         if policy == "endpointslice":
-            changed = changed or (old["metadata"].get("labels") or {}) != (
-                meta.get("labels") or {})
+            # the strategy: anything but metadata changed, or the labels changed
+            # (annotations, finalizers, owners alone do not bump it)
+            changed = semantic(before) != semantic(after) or (
+                old["metadata"].get("labels") or {}) != (meta.get("labels") or {})
+        else:
+            changed = before != after
     meta["generation"] = generation + 1 if changed else generation
 
 

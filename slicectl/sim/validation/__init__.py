@@ -25,6 +25,7 @@ from slicectl.sim.validation.endpointslice import validate_endpointslice
 from slicectl.sim.validation.errors import Cause
 from slicectl.sim.validation.meta import validate_object_meta
 from slicectl.sim.validation.names import dns1123_label_errors, dns1123_subdomain_errors
+from slicectl.sim.validation.pod_update import validate_pod_update
 from slicectl.sim.validation.prune import Compiler, Node, prune
 from slicectl.sim.validation.schema import apply_schema_defaults, validate_value
 
@@ -50,6 +51,8 @@ def validate(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None) 
         causes.extend(validate_value(obj, schema, "", old, old is not None, causes))
     elif key == ("", "Pod"):
         causes.extend(kinds.validate_pod(obj))
+        if old is not None:
+            causes.extend(validate_pod_update(obj, old))
     elif key == ("coordination.k8s.io", "Lease"):
         causes.extend(kinds.validate_lease(obj))
     elif key == ("", "Event"):
