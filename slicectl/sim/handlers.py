@@ -23,6 +23,7 @@ from aiohttp import web
 from slicectl.sim import errors, protobuf, watch
 from slicectl.sim.lifecycle import Lifecycle
 from slicectl.sim.listing import list_objects, make_filter
+from slicectl.sim.managed import manager_name, record
 from slicectl.sim.negotiation import (
     Representation,
     is_a_list,
@@ -38,7 +39,7 @@ from slicectl.sim.objects import (
     prepare_create,
     prepare_update,
 )
-from slicectl.sim.patch import PatchError, apply_patch
+from slicectl.sim.patch import APPLY_PATCH, PatchError, apply_patch
 from slicectl.sim.protobuf import ProtobufError, is_protobuf
 from slicectl.sim.registry import Registry, crd_status
 from slicectl.sim.resources import (
@@ -230,6 +231,7 @@ class Api:
             raise errors.already_exists(rt, name)
         if rt is CRD_TYPE:
             body["status"] = crd_status(body)
+        self._record(request, rt, None, body, "")
         if request.query.get("dryRun") == "All":
             return self._answer(request, rt, body, 201, headers)
         stored = self.store.put(rt, body)
@@ -284,6 +286,7 @@ class Api:
         self._admit(request, rt, result, old, headers)
         bump_generation(rt, old, result)
         result["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
+        self._record(request, rt, old, result, subresource)
         if request.query.get("dryRun") == "All" or result == old:
             return self._answer(request, rt, old if result == old else result, 200, headers)
         if deletion_done(result):
@@ -292,6 +295,15 @@ class Api:
         if rt is CRD_TYPE:
             self._crd_changed(stored)
         return self._answer(request, rt, stored, 200, headers)
+
+    def _record(self, request: web.Request, rt: ResourceType, old: Obj | None, new: Obj,
+                subresource: str) -> None:
+        """Who changed what: ``metadata.managedFields`` (:mod:`slicectl.sim.managed`)."""
+        manager = manager_name(request.query.get("fieldManager", ""),
+                               request.headers.get("User-Agent", ""))
+        operation = "Apply" if request.content_type == APPLY_PATCH else "Update"
+        record(old, new, manager, operation, subresource, rt.group_version,
+               "status" in rt.subresources)
 
     def _crd_changed(self, crd: Obj) -> None:
         for rt in self.registry.install_crd(crd):

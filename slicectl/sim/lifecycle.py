@@ -1,13 +1,17 @@
 """Deletion as kube-apiserver plus the garbage collector and namespace controller do it.
 
 Decides what a DELETE does: preconditions (uid, resourceVersion: 409 Conflict), graceful
-deletion of scheduled pods (deletionTimestamp now, object removed when the grace period ends, as
-the kubelet would confirm), finalizers (the object stays with a deletionTimestamp until its
-finalizers are empty), the propagation policies (Background: dependents deleted after the owner;
-Orphan: the ``orphan`` finalizer while ownerReferences are stripped; Foreground: the
-``foregroundDeletion`` finalizer until the dependents are gone), dependents whose owners do not
-exist (deleted, or the dangling reference removed when another owner lives), and namespace
-termination (phase Terminating, contents deleted, then the ``kubernetes`` finalizer removed).
+deletion of pods as ``podStrategy`` and ``rest.BeforeDelete`` do it (the pod is written with
+``deletionTimestamp`` = now + grace and ``deletionGracePeriodSeconds``, a MODIFIED event, even
+when the grace is 0; it is removed at once only when the grace is 0: never scheduled, already
+terminal, or ``gracePeriodSeconds=0``; otherwise it stays until a kubelet deletes it again
+with a shorter grace, see :mod:`slicectl.sim.kubelet`), finalizers (the object stays with a
+deletionTimestamp until its finalizers are empty), the propagation policies (Background:
+dependents deleted after the owner; Orphan: the ``orphan`` finalizer while ownerReferences are
+stripped; Foreground: the ``foregroundDeletion`` finalizer until the dependents are gone),
+dependents whose owners do not exist (deleted, or the dangling reference removed when another
+owner lives), and namespace termination (phase Terminating, contents deleted, then the
+``kubernetes`` finalizer removed).
 Background work runs on the event loop right after the request that caused it.
 """
 
@@ -17,7 +21,7 @@ import asyncio
 from typing import Any
 
 from slicectl.sim import errors
-from slicectl.sim.objects import deletion_done, now_timestamp
+from slicectl.sim.objects import deletion_done, now_timestamp, shift_timestamp, timestamp_in
 from slicectl.sim.registry import Registry
 from slicectl.sim.resources import NAMESPACE_TYPE
 from slicectl.sim.storage import Event, Obj, StorageKey, Store, owner_uids
@@ -28,11 +32,24 @@ FOREGROUND = "foregroundDeletion"
 NAMESPACE_POLL = 0.05
 
 
+def pod_grace(pod: Obj, options: dict[str, Any]) -> int:
+    """``podStrategy.CheckGracefulDelete``: the request's grace period, else the pod's
+    ``terminationGracePeriodSeconds``; 0 for a pod never scheduled or already terminal."""
+    spec = pod.get("spec") or {}
+    grace = options.get("gracePeriodSeconds")
+    if not isinstance(grace, int):
+        grace = spec.get("terminationGracePeriodSeconds")
+        grace = grace if isinstance(grace, int) else 0
+    if not spec.get("nodeName") or (pod.get("status") or {}).get("phase") in (
+            "Succeeded", "Failed"):
+        grace = 0
+    return 1 if grace < 0 else grace
+
+
 class Lifecycle:
     def __init__(self, store: Store, registry: Registry) -> None:
         self.store = store
         self.registry = registry
-        self.max_pod_grace_seconds: float | None = None
         self.tasks: set[asyncio.Task[None]] = set()
         store.hooks.append(self._on_event)
 
@@ -59,61 +76,59 @@ class Lifecycle:
                 "reason": "FieldValueNotSupported", "field": "propagationPolicy",
                 "message": f'Unsupported value: "{policy}": supported values: "Foreground", '
                            '"Background", "Orphan", "nil"'}])
+        pods = (rt.group, rt.plural) == ("", "pods")
+        if isinstance(options.get("gracePeriodSeconds"), int) and options["gracePeriodSeconds"] < 0:
+            options = {**options, "gracePeriodSeconds": 1}  # negative means 1 s on delete
         if meta.get("deletionTimestamp"):
-            if options.get("gracePeriodSeconds") == 0 and meta.get("deletionGracePeriodSeconds"):
-                return self.finish_grace(rt, obj)
-            return obj, False
+            return self._delete_again(rt, obj, options) if pods else (obj, False)
         finalizers = list(meta.get("finalizers") or [])
         has_dependents = bool(self.store.dependents.get(meta["uid"]))
         if policy == "Orphan" and has_dependents and ORPHAN not in finalizers:
             finalizers.append(ORPHAN)
         if policy == "Foreground" and has_dependents and FOREGROUND not in finalizers:
             finalizers.append(FOREGROUND)
-        grace = self._pod_grace(rt, obj, options)
         if rt is NAMESPACE_TYPE or (rt.group, rt.plural) == ("", "namespaces"):
             return self._terminate_namespace(rt, obj), False
-        if not finalizers and not grace:
+        if not finalizers and not pods:
             gone = self.store.remove(rt, obj)
             return gone, True
-        marked = {**obj, "metadata": {**meta, "finalizers": finalizers,
-                                      "deletionTimestamp": now_timestamp(),
-                                      "deletionGracePeriodSeconds": grace}}
+        # pods delete gracefully (written with a deletionTimestamp, even for a grace of 0:
+        # a MODIFIED event precedes the DELETED one); other kinds only wait for finalizers
+        grace = pod_grace(obj, options) if pods else 0
+        marked_meta = {**meta, "finalizers": finalizers,
+                       "deletionTimestamp": timestamp_in(grace),
+                       "deletionGracePeriodSeconds": grace}
         if not finalizers:
-            del marked["metadata"]["finalizers"]
-        self.store.put(rt, marked)
+            del marked_meta["finalizers"]
+        if not pods and meta.get("generation"):
+            marked_meta["generation"] = meta["generation"] + 1  # markAsDeleting
+        marked = self.store.put(rt, {**obj, "metadata": marked_meta})
+        if not grace and not finalizers:
+            return self.store.remove(rt, marked), True
         uid = meta["uid"]
         if ORPHAN in finalizers or FOREGROUND in finalizers:
             self._soon(self._process_owner, uid)
-        if grace:
-            loop = asyncio.get_running_loop()
-            loop.call_later(grace, self._grace_over, rt, uid)
         return marked, False
 
-    def _pod_grace(self, rt: ResourceType, obj: Obj, options: dict[str, Any]) -> int:
-        if (rt.group, rt.plural) != ("", "pods"):
-            return 0
-        spec = obj.get("spec") or {}
-        phase = (obj.get("status") or {}).get("phase")
-        if not spec.get("nodeName") or phase in ("Succeeded", "Failed"):
-            return 0
+    def _delete_again(self, rt: ResourceType, pod: Obj,
+                      options: dict[str, Any]) -> tuple[Obj, bool]:
+        """DELETE of a terminating pod: only a shorter grace period changes anything."""
+        meta = pod["metadata"]
+        current = meta.get("deletionGracePeriodSeconds")
+        if not current:
+            if meta.get("finalizers"):
+                return pod, False
+            return self.store.remove(rt, pod), True
         grace = options.get("gracePeriodSeconds")
-        if grace is None:
-            grace = spec.get("terminationGracePeriodSeconds", 30)
-        grace = max(int(grace), 0)
-        if self.max_pod_grace_seconds is not None:
-            grace = min(grace, int(self.max_pod_grace_seconds))
-        return grace
-
-    def _grace_over(self, rt: ResourceType, uid: str) -> None:
-        found = self.store.by_uid(uid)
-        if found is not None and found[1]["metadata"].get("deletionGracePeriodSeconds"):
-            self.finish_grace(rt, found[1])
-
-    def finish_grace(self, rt: ResourceType, obj: Obj) -> tuple[Obj, bool]:
-        done = {**obj, "metadata": {**obj["metadata"], "deletionGracePeriodSeconds": 0}}
-        if deletion_done(done):
-            return self.store.remove(rt, obj), True
-        return self.store.put(rt, done), False
+        if not isinstance(grace, int) or grace >= current:
+            return pod, False
+        shorter = {**meta, "deletionGracePeriodSeconds": grace,
+                   "deletionTimestamp": shift_timestamp(meta["deletionTimestamp"],
+                                                        grace - current)}
+        marked = self.store.put(rt, {**pod, "metadata": shorter})
+        if not grace and not meta.get("finalizers"):
+            return self.store.remove(rt, marked), True
+        return marked, False
 
     # -- garbage collection -----------------------------------------------------------------
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 import random
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import orjson
@@ -30,6 +30,19 @@ _SERVER_META = ("uid", "creationTimestamp", "generation", "deletionTimestamp",
 
 def now_timestamp() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def timestamp_in(seconds: float) -> str:
+    """RFC 3339 time ``seconds`` from now (a graceful deletion's deletionTimestamp)."""
+    return (datetime.now(UTC) + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def shift_timestamp(stamp: str, seconds: float) -> str:
+    try:
+        when = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    except ValueError:
+        when = datetime.now(UTC)
+    return (when + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def deep_copy(value: Any) -> Any:
@@ -148,7 +161,6 @@ def prepare_update(rt: ResourceType, old: Obj, new: Obj, subresource: str) -> Ob
             meta[key] = old_meta[key]
         else:
             meta.pop(key, None)
-    meta.pop("managedFields", None)
     new["apiVersion"] = rt.group_version
     new["kind"] = rt.kind
     if "status" in rt.subresources:

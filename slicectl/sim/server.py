@@ -2,7 +2,8 @@
 
 Wires storage, the resource registry, deletion lifecycle, REST handlers, discovery, OpenAPI,
 authentication, request metrics and fault injection into one aiohttp application, and owns its
-lifetime: a fresh CA and serving certificate, the default namespaces, a kubeconfig written for
+lifetime: the kubelet it plays for graceful pod deletion (:mod:`slicectl.sim.kubelet`), a
+fresh CA and serving certificate, the default namespaces, a kubeconfig written for
 kubectl and kubernetes-asyncio. Use it as an async context manager (tests, benchmarks, demo) or
 run it in the foreground with ``slicectl apiserver``.
 
@@ -26,6 +27,7 @@ from slicectl.sim import discovery, errors
 from slicectl.sim.auth import authorized, new_token, write_kubeconfig
 from slicectl.sim.faults import Faults
 from slicectl.sim.handlers import Api, json_response
+from slicectl.sim.kubelet import Kubelet
 from slicectl.sim.lifecycle import Lifecycle
 from slicectl.sim.metrics import RequestCounter
 from slicectl.sim.objects import now_timestamp
@@ -54,6 +56,7 @@ class EmbeddedApiServer:
         self.store.watcher_buffer = watcher_buffer
         self.registry = Registry()
         self.lifecycle = Lifecycle(self.store, self.registry)
+        self.kubelet = Kubelet(self.store, self.lifecycle, pod_grace_scale) if kubelet else None
         self.api = Api(self.store, self.registry, self.lifecycle, bookmark_interval)
         self.faults = Faults(self.store)
         self.metrics = RequestCounter()
@@ -99,6 +102,8 @@ class EmbeddedApiServer:
     async def stop(self) -> None:
         await self.faults.stop()
         self.faults.drop_watches()
+        if self.kubelet is not None:
+            self.kubelet.close()
         await self.lifecycle.close()
         if self._runner is not None:
             await self._runner.cleanup()

@@ -72,13 +72,17 @@ async def test_exact_list_rebuilds_old_state(raw: Raw) -> None:
 
 async def test_watch_initial_state_then_changes(raw: Raw) -> None:
     await _pods(raw, 2)
-    task = asyncio.create_task(raw.watch_lines(PODS, 4))
+    task = asyncio.create_task(raw.watch_lines(PODS, 5))
     await asyncio.sleep(0.3)
     await raw.request("POST", PODS, pod("late"))
     await raw.request("DELETE", PODS + "/p00")
     events = await task
+    # a pod is deleted gracefully even when never scheduled (grace 0): first written with its
+    # deletionTimestamp (MODIFIED), then removed (DELETED), as the real registry does
     assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [
-        ("ADDED", "p00"), ("ADDED", "p01"), ("ADDED", "late"), ("DELETED", "p00")]
+        ("ADDED", "p00"), ("ADDED", "p01"), ("ADDED", "late"), ("MODIFIED", "p00"),
+        ("DELETED", "p00")]
+    assert events[3]["object"]["metadata"]["deletionGracePeriodSeconds"] == 0
 
 
 async def test_watch_resumes_after_resource_version(raw: Raw) -> None:

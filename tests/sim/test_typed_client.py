@@ -40,4 +40,4 @@ async def test_typed_crud_list_watch(srv: EmbeddedApiServer) -> None:
         await asyncio.sleep(0.2)
         await core.delete_namespaced_pod("p", "default")
         await asyncio.wait_for(task, 10)
-        assert seen == [("DELETED", "p")]
+        assert seen == [("MODIFIED", "p"), ("DELETED", "p")]  # deletionTimestamp, then gone

@@ -1,0 +1,176 @@
+"""``metadata.managedFields``: who set which fields, written on every change as a real server does.
+
+Why: a real kube-apiserver records field ownership on every create, update and patch, and
+serves it in every GET, LIST and WATCH (metadata-only ones included). It is often the larger
+part of a small object, so decode cost, memory and relist sizes measured against a server
+without it are optimistic.
+
+What is recorded (an approximation of structured-merge-diff, good for sizes and for who-owns-
+what, not for server-side-apply conflict detection):
+
+- the manager is the ``fieldManager`` query parameter, else the User-Agent up to its first
+  ``/`` (``prefixFromUserAgent``), at most 128 characters;
+- operation ``Apply`` for ``application/apply-patch+yaml`` patches, ``Update`` otherwise;
+  ``subresource: status`` for status writes; ``apiVersion`` of the request; ``time`` of the
+  write; ``fieldsType: FieldsV1``;
+- ``fieldsV1``: on create, every field of the object (defaults included, server-owned metadata
+  excluded); on update, the fields the write added or changed, which also leave every other
+  manager's set (fields the write removed leave every set). Maps (labels, annotations) and
+  the items of keyed lists (by ``name``, ``type``, ``containerPort``) carry ``"."``; other
+  lists are atomic; ``finalizers`` is a set (``v:"..."``);
+- a write that changes nothing else keeps the managedFields it had (no new resourceVersion);
+  an update that carries non-empty managedFields of its own replaces them, as on a real server.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from slicectl.sim.objects import now_timestamp
+
+Obj = dict[str, Any]
+Path = tuple[str, ...]
+DOT = "."
+MAX_MANAGER = 128
+_SERVER_META = frozenset({
+    "name", "namespace", "uid", "resourceVersion", "generation", "creationTimestamp",
+    "deletionTimestamp", "deletionGracePeriodSeconds", "managedFields", "selfLink"})
+_MAPS = frozenset({"labels", "annotations", "nodeSelector", "matchLabels", "data"})
+_LIST_KEYS = (("name",), ("type",), ("containerPort", "protocol"), ("uid",))
+
+
+def manager_name(field_manager: str, user_agent: str) -> str:
+    if field_manager:
+        return field_manager
+    prefix = "".join(c for c in user_agent.split("/")[0] if c.isprintable())
+    return prefix.encode()[:MAX_MANAGER].decode(errors="ignore")
+
+
+def _list_key(items: list[Any]) -> tuple[str, ...] | None:
+    if not items or not all(isinstance(i, dict) for i in items):
+        return None
+    for keys in _LIST_KEYS:
+        if all(keys[0] in i for i in items):
+            return keys
+    return None
+
+
+def _flatten(value: Any, path: Path, out: dict[Path, Any], name: str = "") -> None:
+    if isinstance(value, dict) and value:
+        if name in _MAPS:
+            out[(*path, DOT)] = None
+        for key, child in value.items():
+            _flatten(child, (*path, f"f:{key}"), out, key)
+        return
+    if isinstance(value, list) and value:
+        if name == "finalizers" and all(isinstance(v, str) for v in value):
+            for item in value:
+                out[(*path, "v:" + json.dumps(item))] = None
+            return
+        keys = _list_key(value)
+        if keys is not None:
+            for item in value:
+                ident = json.dumps({k: item[k] for k in keys if k in item},
+                                   separators=(",", ":"), sort_keys=True)
+                item_path = (*path, "k:" + ident)
+                out[(*item_path, DOT)] = None
+                for key, child in item.items():
+                    _flatten(child, (*item_path, f"f:{key}"), out, key)
+            return
+    out[path] = value
+
+
+def flatten(obj: Obj, subresource: str, status_subresource: bool) -> dict[Path, Any]:
+    """The leaf paths (``f:``/``k:``/``v:`` steps) of the fields a write of ``obj`` covers."""
+    out: dict[Path, Any] = {}
+    for key, value in obj.items():
+        if key in ("apiVersion", "kind"):
+            continue
+        if subresource == "status" and key != "status":
+            continue
+        if not subresource and status_subresource and key == "status":
+            continue
+        if key == "metadata" and isinstance(value, dict):
+            for mkey, mvalue in value.items():
+                if mkey not in _SERVER_META:
+                    _flatten(mvalue, ("f:metadata", f"f:{mkey}"), out, mkey)
+            continue
+        _flatten(value, (f"f:{key}",), out, key)
+    return out
+
+
+def _nest(paths: set[Path]) -> dict[str, Any]:
+    root: dict[str, Any] = {}
+    for path in sorted(paths):
+        node = root
+        for step in path:
+            node = node.setdefault(step, {})
+    return root
+
+
+def _paths(fields: Any, prefix: Path = ()) -> set[Path]:
+    if not isinstance(fields, dict) or not fields:
+        return {prefix} if prefix else set()
+    found: set[Path] = set()
+    for step, child in fields.items():
+        found |= _paths(child, (*prefix, step))
+    return found
+
+
+def _entry(manager: str, operation: str, api_version: str, subresource: str,
+           paths: set[Path]) -> dict[str, Any]:
+    entry: dict[str, Any] = {"manager": manager, "operation": operation,
+                             "apiVersion": api_version, "time": now_timestamp(),
+                             "fieldsType": "FieldsV1", "fieldsV1": _nest(paths)}
+    if subresource:
+        entry["subresource"] = subresource
+    return entry
+
+
+def record(old: Obj | None, new: Obj, manager: str, operation: str, subresource: str,
+           api_version: str, status_subresource: bool) -> None:
+    """Set ``new``'s managedFields for a write by ``manager`` over ``old`` (None: create)."""
+    meta = new["metadata"]
+    if old is None:
+        paths = set(flatten(new, subresource, status_subresource))
+        meta["managedFields"] = [_entry(manager, operation, api_version, subresource, paths)]
+        return
+    old_meta = old["metadata"]
+    base = old_meta.get("managedFields") or []
+    sent = meta.get("managedFields")
+    if isinstance(sent, list) and sent and not subresource and sent != base:
+        base = sent  # the client rewrote managedFields itself
+    if {**new, "metadata": {**meta, "managedFields": None}} == {
+            **old, "metadata": {**old_meta, "managedFields": None}}:
+        meta["managedFields"] = base
+        return
+    before = flatten(old, subresource, status_subresource)
+    after = flatten(new, subresource, status_subresource)
+    changed = {p for p, v in after.items() if p not in before or before[p] != v}
+    gone = set(before) - set(after)
+    entries: list[dict[str, Any]] = []
+    mine: set[Path] = set()
+    for entry in base:
+        if not isinstance(entry, dict):
+            continue
+        owned = _paths(entry.get("fieldsV1"))
+        if (entry.get("manager"), entry.get("operation"), entry.get("subresource", "")) == (
+                manager, operation, subresource):
+            mine = owned - gone
+            continue
+        kept = owned - changed - gone
+        if kept == owned:
+            entries.append(entry)
+        elif kept:
+            entries.append({**entry, "fieldsV1": _nest(kept)})
+    mine |= changed
+    if mine:
+        entries.append(_entry(manager, operation, api_version, subresource, mine))
+    meta["managedFields"] = entries
+
+
+def record_sim_write(old: Obj, new: Obj, manager: str, subresource: str) -> None:
+    """managedFields for a write the server makes itself (the kubelet it plays)."""
+    record(old, new, manager, "Update", subresource, str(new.get("apiVersion", "v1")),
+           status_subresource=True)
