@@ -1,0 +1,73 @@
+"""managedFields as a real server writes them, in every representation it serves."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.sim.conftest import PODS, Raw, pod
+
+MERGE = "application/merge-patch+json"
+META = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
+
+
+def _entries(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    entries: list[dict[str, Any]] = obj["metadata"]["managedFields"]
+    return entries
+
+
+async def test_create_records_every_field_set_by_the_manager(raw: Raw) -> None:
+    code, created, _ = await raw.request("POST", PODS, pod("p", {"app": "a"}),
+                                         fieldManager="tester")
+    assert code == 201
+    [entry] = _entries(created)
+    assert entry["manager"] == "tester" and entry["operation"] == "Update"
+    assert entry["apiVersion"] == "v1" and entry["fieldsType"] == "FieldsV1"
+    assert entry["time"].endswith("Z") and "subresource" not in entry
+    fields = entry["fieldsV1"]
+    assert fields["f:metadata"]["f:labels"] == {".": {}, "f:app": {}}
+    container = fields["f:spec"]["f:containers"]['k:{"name":"c"}']
+    assert "." in container and "f:image" in container
+    assert "f:terminationMessagePath" in container  # defaults are the creator's too
+    assert "f:status" not in fields and "f:name" not in fields["f:metadata"]
+
+
+async def test_manager_defaults_to_the_user_agent_prefix(raw: Raw) -> None:
+    _, created, _ = await raw.request("POST", PODS, pod("p"))
+    assert _entries(created)[0]["manager"] == "Python"  # aiohttp: "Python/3.x aiohttp/..."
+
+
+async def test_updates_move_ownership_and_status_is_a_subresource(raw: Raw) -> None:
+    await raw.request("POST", PODS, pod("p", {"app": "a", "keep": "k"}), fieldManager="maker")
+    code, patched, _ = await raw.request(
+        "PATCH", PODS + "/p", {"metadata": {"labels": {"app": "b"}}}, content_type=MERGE,
+        fieldManager="relabeler")
+    assert code == 200
+    by_manager = {e["manager"]: e for e in _entries(patched)}
+    assert by_manager["relabeler"]["fieldsV1"] == {"f:metadata": {"f:labels": {"f:app": {}}}}
+    maker_labels = by_manager["maker"]["fieldsV1"]["f:metadata"]["f:labels"]
+    assert "f:app" not in maker_labels and "f:keep" in maker_labels
+    code, status, _ = await raw.request("PATCH", PODS + "/p/status",
+                                        {"status": {"phase": "Running"}}, content_type=MERGE,
+                                        fieldManager="kubelet")
+    kubelet = next(e for e in _entries(status) if e["manager"] == "kubelet")
+    assert kubelet["subresource"] == "status"
+    assert kubelet["fieldsV1"] == {"f:status": {"f:phase": {}}}
+
+
+async def test_no_op_write_keeps_managed_fields_and_resource_version(raw: Raw) -> None:
+    _, created, _ = await raw.request("POST", PODS, pod("p", {"app": "a"}))
+    _, again, _ = await raw.request("PATCH", PODS + "/p", {"metadata": {"labels": {"app": "a"}}},
+                                    content_type=MERGE, fieldManager="someone-else")
+    assert again["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+    assert again["metadata"]["managedFields"] == created["metadata"]["managedFields"]
+
+
+async def test_lists_watches_and_metadata_only_reads_carry_them(raw: Raw) -> None:
+    await raw.request("POST", PODS, pod("p"))
+    _, listed, _ = await raw.request("GET", PODS)
+    assert listed["items"][0]["metadata"]["managedFields"]
+    events = await raw.watch_lines(PODS, 1)
+    assert events[0]["object"]["metadata"]["managedFields"]
+    async with raw.session.get(raw.srv.url + PODS + "/p", headers={"Accept": META}) as resp:
+        partial = await resp.json()
+    assert partial["kind"] == "PartialObjectMetadata" and partial["metadata"]["managedFields"]

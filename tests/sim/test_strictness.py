@@ -1,0 +1,98 @@
+"""Writes a real server refuses or treats differently: generated names, pod spec immutability,
+renames, and when an EndpointSlice's generation moves."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from slicectl.sim.objects import NAME_SUFFIX_ALPHABET
+from tests.sim.conftest import PODS, Raw, pod
+
+MERGE = "application/merge-patch+json"
+SLICES = "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices"
+
+
+async def test_generate_name_is_cut_to_58_plus_5(raw: Raw) -> None:
+    body = pod("")
+    del body["metadata"]["name"]
+    body["metadata"]["generateName"] = "x" * 62 + "-"
+    code, created, _ = await raw.request("POST", PODS, body)
+    assert code == 201
+    name = created["metadata"]["name"]
+    assert len(name) == 63 and name[:58] == "x" * 58
+    assert set(name[58:]) <= set(NAME_SUFFIX_ALPHABET)
+
+
+async def test_pod_spec_is_immutable_but_images_may_change(raw: Raw) -> None:
+    await raw.request("POST", PODS, pod("p", node="node-a"))
+    code, body, _ = await raw.request("PATCH", PODS + "/p", {"spec": {"nodeName": "node-b"}},
+                                      content_type=MERGE)
+    assert code == 422 and body["reason"] == "Invalid"
+    cause = body["details"]["causes"][0]
+    assert cause["field"] == "spec" and cause["reason"] == "FieldValueForbidden"
+    assert cause["message"].startswith(
+        "Forbidden: pod updates may not change fields other than `spec.containers[*].image`,"
+        "`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` "
+        "(only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow "
+        "it to be set to 1 if it was previously negative)\n")
+    assert "nodeName" in cause["message"]
+    code, body, _ = await raw.request("GET", PODS + "/p")
+    spec = body["spec"]
+    spec["containers"][0]["image"] = "nginx:2"
+    spec["activeDeadlineSeconds"] = 30
+    spec["tolerations"] = [{"key": "k", "operator": "Exists"}]
+    code, updated, _ = await raw.request("PUT", PODS + "/p", body)
+    assert code == 200 and updated["spec"]["containers"][0]["image"] == "nginx:2"
+    more: dict[str, Any] = dict(updated)
+    more["spec"] = {**updated["spec"], "containers": [*updated["spec"]["containers"],
+                                                      {"name": "d", "image": "busybox"}]}
+    code, body, _ = await raw.request("PUT", PODS + "/p", more)
+    assert code == 422
+    assert body["details"]["causes"][0]["message"] == (
+        "Forbidden: pod updates may not add or remove containers")
+    raised = {**updated, "spec": {**updated["spec"], "activeDeadlineSeconds": 60}}
+    code, body, _ = await raw.request("PUT", PODS + "/p", raised)
+    assert code == 422 and "must be less than or equal to previous value" in body["message"]
+
+
+async def test_status_writes_are_not_spec_updates(raw: Raw) -> None:
+    await raw.request("POST", PODS, pod("p", node="node-a"))
+    code, _, _ = await raw.request("PATCH", PODS + "/p/status", {"status": {"phase": "Running"}},
+                                   content_type=MERGE)
+    assert code == 200
+
+
+async def test_patch_or_put_that_renames_is_400(raw: Raw) -> None:
+    await raw.request("POST", PODS, pod("p"))
+    code, body, _ = await raw.request("PATCH", PODS + "/p", {"metadata": {"name": "q"}},
+                                      content_type=MERGE)
+    assert code == 400 and body["reason"] == "BadRequest"
+    assert body["message"] == "the name of the object (q) does not match the name on the URL (p)"
+    _, current, _ = await raw.request("GET", PODS + "/p")
+    current["metadata"]["namespace"] = "other"
+    code, body, _ = await raw.request("PUT", PODS + "/p", current)
+    assert code == 400 and body["message"] == (
+        "the namespace of the object (other) does not match the namespace on the request "
+        "(default)")
+
+
+def _slice(**extra: Any) -> dict[str, Any]:
+    return {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"name": "s", "labels": {"a": "1"}}, "addressType": "IPv4",
+            "endpoints": [{"addresses": ["10.0.0.1"]}], **extra}
+
+
+async def test_endpointslice_generation_moves_only_as_the_strategy_says(raw: Raw) -> None:
+    code, created, _ = await raw.request("POST", SLICES, _slice())
+    assert code == 201 and created["metadata"]["generation"] == 1
+
+    async def generation_after(patch: dict[str, Any]) -> int:
+        code, body, _ = await raw.request("PATCH", SLICES + "/s", patch, content_type=MERGE)
+        assert code == 200, body
+        generation: int = body["metadata"]["generation"]
+        return generation
+
+    assert await generation_after({"metadata": {"annotations": {"x": "y"}}}) == 1
+    assert await generation_after({"metadata": {"labels": {"a": "2"}}}) == 2
+    assert await generation_after({"endpoints": [{"addresses": ["10.0.0.2"]}]}) == 3
+    assert await generation_after({"ports": []}) == 3  # [] is no change from unset

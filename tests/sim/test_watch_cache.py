@@ -1,0 +1,121 @@
+"""The watch cache as harsh as the real one: a time-bounded history, bookmarks as the cacher
+schedules them, and watchers closed when they do not keep up."""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import time
+from collections.abc import AsyncIterator
+
+import aiohttp
+import pytest
+
+from slicectl.sim.backpressure import TimeBudget, channel_size
+from slicectl.sim.server import EmbeddedApiServer
+from tests.sim.conftest import PODS, Raw, pod, ssl_context
+
+
+@pytest.fixture
+async def short_history() -> AsyncIterator[Raw]:
+    async with EmbeddedApiServer(watch_history_seconds=0.5, bookmark_interval=0.2) as srv:
+        connector = aiohttp.TCPConnector(ssl=ssl_context(srv.kubeconfig_path))
+        async with aiohttp.ClientSession(
+                connector=connector, headers={"Authorization": f"Bearer {srv.token}"}) as s:
+            yield Raw(srv, s)
+
+
+async def test_resuming_from_before_the_window_is_410(short_history: Raw) -> None:
+    raw = short_history
+    _, first, _ = await raw.request("POST", PODS, pod("a"))
+    rv = first["metadata"]["resourceVersion"]
+    await raw.request("POST", PODS, pod("b"))
+    events = await raw.watch_lines(PODS, 1, resourceVersion=rv)
+    assert events[0]["type"] == "ADDED"  # still in the window
+    await asyncio.sleep(0.8)
+    await raw.request("POST", PODS, pod("c"))  # b's event is older than the window now
+    events = await raw.watch_lines(PODS, 1, resourceVersion=rv)
+    assert events[0]["type"] == "ERROR" and events[0]["object"]["code"] == 410
+    code, body, _ = await raw.request("GET", PODS, resourceVersion=rv,
+                                      resourceVersionMatch="Exact")
+    assert code == 410 and body["reason"] == "Expired"
+
+
+async def test_idle_resource_resumes_from_a_recent_rv(short_history: Raw) -> None:
+    raw = short_history
+    await raw.request("POST", PODS, pod("a"))
+    _, listed, _ = await raw.request("GET", PODS)
+    await asyncio.sleep(0.8)  # every event has left the window, none came after the list
+    events = await raw.watch_lines(PODS, 1, resourceVersion=listed["metadata"]["resourceVersion"],
+                                   allowWatchBookmarks=True, timeoutSeconds=5)
+    assert events[0]["type"] == "BOOKMARK"
+
+
+async def test_no_bookmark_for_a_watch_shorter_than_the_pre_timeout(raw: Raw) -> None:
+    _, created, _ = await raw.request("POST", PODS, pod("a"))
+    events = await raw.watch_lines(PODS, 10, resourceVersion=created["metadata"][
+        "resourceVersion"], allowWatchBookmarks=True, timeoutSeconds=1)
+    assert events == []  # nextBookmarkTime: deadline - 2 s is already past
+
+
+def test_default_server_is_realistic() -> None:
+    srv = EmbeddedApiServer()
+    assert srv.store.history_seconds == 75.0 and srv.api.bookmark_interval == 60.0
+    assert srv.store.watch_cache_size == 100 * 1024 and srv.store.watcher_buffer is None
+    assert srv.kubelet is not None
+
+
+def test_channel_sizes_follow_the_cacher() -> None:
+    assert channel_size(0, indexed=False, triggered=False) == 10
+    assert channel_size(50_000, indexed=False, triggered=False) == 100
+    assert channel_size(50_000, indexed=True, triggered=False) == 683  # ceil(51200 / 75)
+    assert channel_size(50_000, indexed=True, triggered=True) == 10
+    budget = TimeBudget()
+    assert budget.take() < 0.01  # starts empty
+    budget.give_back(1.0)
+    assert budget.take() == pytest.approx(0.1)  # at most 100 ms
+
+
+async def _stuck_watch(srv: EmbeddedApiServer) -> asyncio.StreamWriter:
+    """A watch whose client never reads: the server's writes back up."""
+    ctx: ssl.SSLContext = ssl_context(srv.kubeconfig_path)
+    reader, writer = await asyncio.open_connection(srv.host, srv.port, ssl=ctx)
+    writer.write((f"GET {PODS}?watch=true HTTP/1.1\r\nHost: {srv.host}\r\n"
+                  f"Authorization: Bearer {srv.token}\r\n\r\n").encode())
+    await writer.drain()
+    await reader.readline()  # the status line: the watch is established
+    return writer
+
+
+async def test_a_watcher_that_does_not_keep_up_is_closed() -> None:
+    async with EmbeddedApiServer(watcher_buffer=5) as srv:
+        writer = await _stuck_watch(srv)
+        connector = aiohttp.TCPConnector(ssl=ssl_context(srv.kubeconfig_path))
+        async with aiohttp.ClientSession(
+                connector=connector, headers={"Authorization": f"Bearer {srv.token}"}) as s:
+            raw = Raw(srv, s)
+            big = {"note": "x" * 200_000}
+            started = time.monotonic()
+            i = 0
+            while not srv.store.terminated_watchers and time.monotonic() - started < 60:
+                await raw.request("POST", PODS, pod(f"p{i:04d}", annotations=big))
+                i += 1
+            # a watcher that reads along is not closed: it takes its buffer each time
+            events = await raw.watch_lines(PODS, 3)
+        writer.close()
+        assert srv.store.terminated_watchers[("", "pods")] == 1
+        assert len(events) == 3
+
+
+async def test_a_reading_watcher_survives_a_burst() -> None:
+    async with EmbeddedApiServer(watcher_buffer=5) as srv:
+        connector = aiohttp.TCPConnector(ssl=ssl_context(srv.kubeconfig_path))
+        async with aiohttp.ClientSession(
+                connector=connector, headers={"Authorization": f"Bearer {srv.token}"}) as s:
+            raw = Raw(srv, s)
+            watching = asyncio.create_task(raw.watch_lines(PODS, 40, limit_s=60))
+            await asyncio.sleep(0.3)
+            for i in range(40):
+                await raw.request("POST", PODS, pod(f"p{i:02d}"))
+            events = await watching
+        assert len(events) == 40 and not srv.store.terminated_watchers
