@@ -8,7 +8,10 @@ exactly what it would see from a real cluster.
 
 Decisions: three nodes in three zones; pods spread round-robin over them; IPs from 10.244.0.0/16
 in creation order; a one-second termination grace period so deleted pods are briefly listed as
-terminating, as on a real node, without making the demo wait 30 seconds.
+terminating, as on a real node, without making the demo wait 30 seconds. The end of a graceful
+deletion (containers not ready, then the kubelet's final DELETE with a zero grace period) is
+played by the embedded API server's kubelet (:mod:`slicectl.sim.kubelet`); against a server
+without one (``plays_kubelet=True``), :meth:`Workload.finish_deletion` plays it.
 """
 
 from __future__ import annotations
@@ -127,8 +130,9 @@ class Workload:
     """Creates and evolves the demo's pods; ``note`` receives one line per phase step."""
 
     def __init__(self, client: KubeClient, note: Callable[[str], None],
-                 namespace: str = NAMESPACE) -> None:
+                 namespace: str = NAMESPACE, plays_kubelet: bool = False) -> None:
         self.client = client
+        self.plays_kubelet = plays_kubelet
         self.namespace = namespace
         self._note = note
         self._ips: dict[str, str] = {}
@@ -184,9 +188,20 @@ class Workload:
         await self.client.patch(PODS, name, running_status(self._ips[name], ready),
                                 self.namespace, subresource="status")
 
-    async def _delete(self, name: str) -> None:
+    async def delete(self, name: str) -> None:
+        """Delete a pod gracefully (and, when ``plays_kubelet``, finish the deletion)."""
         with contextlib.suppress(NotFound):
             await self.client.delete(PODS, name, self.namespace)
+        if self.plays_kubelet:
+            await self.finish_deletion(name)
+
+    async def finish_deletion(self, name: str, grace: float = 1.0) -> None:
+        """The kubelet's part of a graceful deletion, for servers that do not play it: the pod
+        turns not ready, then after its grace period it is deleted with a zero grace period."""
+        with contextlib.suppress(NotFound):
+            await self.set_ready(name, False)
+            await asyncio.sleep(grace)
+            await self.client.delete(PODS, name, self.namespace, grace_period_seconds=0)
 
     async def launch(self, names: list[str], ready_over: float, waves: int = 4) -> None:
         """Create pods (Pending), start them (IP, not ready), then make them ready in waves."""
@@ -224,7 +239,7 @@ class Workload:
             batch = old[step * per_step:(step + 1) * per_step]
             new = [name.replace("-v1-", "-v2-") for name in batch]
             await self.launch(new, ready_over=min(interval / 2, 0.5), waves=1)
-            await self._all(self._delete(n) for n in batch)
+            await self._all(self.delete(n) for n in batch)
             if flip is not None and step == steps // 3:
                 await self.set_ready(flip, False)
                 self._note(f"{flip}: readiness probe failing (not ready)")

@@ -9,6 +9,10 @@ from datetime import UTC, datetime
 import aiohttp
 import pytest
 
+from slicectl.cli.workload import Workload
+from slicectl.kube.client import KubeClient
+from slicectl.kube.errors import NotFound
+from slicectl.kube.resources import PODS as KPODS
 from slicectl.sim.server import EmbeddedApiServer
 from tests.sim.conftest import PODS, Raw, pod, ssl_context
 
@@ -84,3 +88,16 @@ async def test_unscheduled_or_terminal_pods_go_at_once(no_kubelet: Raw) -> None:
     await raw.request("DELETE", PODS + "/done")
     code, _, _ = await raw.request("GET", PODS + "/done")
     assert code == 404
+
+
+async def test_the_demo_workload_plays_the_kubelet_where_the_server_does_not() -> None:
+    async with EmbeddedApiServer(kubelet=False) as srv:
+        client = await KubeClient.connect(srv.kubeconfig_path)
+        try:
+            workload = Workload(client, lambda _: None, "default", plays_kubelet=True)
+            await workload.launch(["web-0000"], ready_over=0.0, waves=1)
+            await workload.delete("web-0000")
+            with pytest.raises(NotFound):
+                await client.get(KPODS, "web-0000", "default")
+        finally:
+            await client.close()
