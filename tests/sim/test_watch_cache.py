@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 import aiohttp
 import pytest
 
+from slicectl.cli.main import build_parser
 from slicectl.sim.backpressure import TimeBudget, channel_size
 from slicectl.sim.server import EmbeddedApiServer
 from tests.sim.conftest import PODS, Raw, pod, ssl_context
@@ -119,3 +120,13 @@ async def test_a_reading_watcher_survives_a_burst() -> None:
                 await raw.request("POST", PODS, pod(f"p{i:02d}"))
             events = await watching
         assert len(events) == 40 and not srv.store.terminated_watchers
+
+
+def test_apiserver_command_defaults_to_the_realistic_server() -> None:
+    args = build_parser().parse_args(["apiserver", "--port", "0"])
+    assert (args.watch_history_seconds, args.bookmark_interval, args.watch_cache_size) == (
+        75.0, 60.0, 100 * 1024)
+    assert args.watcher_buffer is None and args.kubelet and args.pod_grace_scale == 1.0
+    args = build_parser().parse_args(["apiserver", "--port", "0", "--no-kubelet",
+                                      "--watcher-buffer", "0", "--pod-grace-scale", "0.1"])
+    assert not args.kubelet and args.watcher_buffer == 0 and args.pod_grace_scale == 0.1
