@@ -3,17 +3,19 @@
 Why: a real API server never removes a pod bound to a node by itself. DELETE only sets
 ``deletionTimestamp`` (now + grace) and ``deletionGracePeriodSeconds``; the pod's kubelet sees
 that, stops the containers (the pod and its containers turn not ready: a status write from
-the kubelet), and when they have stopped deletes the pod with ``gracePeriodSeconds=0``; only
-then is it gone. A server that dropped the pod at once, or after the grace period with its
-status untouched, would hide the terminating phase from the controller under test.
+the kubelet), writes the terminal phase once they have stopped (since Kubernetes 1.27, PR
+#115331: ``Succeeded`` when they exited 0), and then deletes the pod with
+``gracePeriodSeconds=0``; only then is it gone. A server that dropped the pod at once, or
+after the grace period with its status untouched, would hide the terminating phase from the
+controller under test.
 
 Decision: the embedded server plays this kubelet for every pod bound to a node (``nodeName``
 set), since tests bind pods to nodes no kubelet runs on: the not-ready status write follows
-the deletion on the next loop turn, the final DELETE after the grace period times
-``grace_scale`` (1 by default; tests and demos may shorten it). ``EmbeddedApiServer(kubelet=
-False)`` (``slicectl apiserver --no-kubelet``) leaves both steps to the client, as a real
-cluster whose nodes have no kubelet does: terminating pods then stay until someone deletes
-them with ``gracePeriodSeconds=0``.
+the deletion on the next loop turn, the terminal phase and the final DELETE come after the
+grace period times ``grace_scale`` (1 by default; tests and demos may shorten it).
+``EmbeddedApiServer(kubelet=False)`` (``slicectl apiserver --no-kubelet``) leaves all of it
+to the client, as a real cluster whose nodes have no kubelet does: terminating pods then stay
+until someone deletes them with ``gracePeriodSeconds=0``.
 """
 
 from __future__ import annotations
@@ -28,6 +30,17 @@ if TYPE_CHECKING:
     from slicectl.sim.lifecycle import Lifecycle
 
 PODS_KEY: StorageKey = ("", "pods")
+
+
+def terminal_status(status: dict[str, Any]) -> dict[str, Any]:
+    """The status a kubelet writes when a deleted pod's containers have all exited 0."""
+    statuses = [{**c, "ready": False, "started": False,
+                 "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}
+                if isinstance(c, dict) else c for c in status.get("containerStatuses") or []]
+    done = {**stopped_status(status), "phase": "Succeeded"}
+    if statuses:
+        done["containerStatuses"] = statuses
+    return done
 
 
 def stopped_status(status: dict[str, Any]) -> dict[str, Any]:
@@ -80,11 +93,11 @@ class Kubelet:
         found = self.store.by_uid(uid)
         return found[1] if found is not None and found[0] == PODS_KEY else None
 
-    def _stop_containers(self, uid: str) -> None:
+    def _stop_containers(self, uid: str, terminal: bool = False) -> None:
         pod = self._pod(uid)
         if pod is None:
             return
-        status = stopped_status(pod.get("status") or {})
+        status = (terminal_status if terminal else stopped_status)(pod.get("status") or {})
         if status != (pod.get("status") or {}):
             rt = self.lifecycle.registry.by_storage.get(PODS_KEY)
             if rt is not None:
@@ -94,6 +107,7 @@ class Kubelet:
 
     def _confirm(self, uid: str) -> None:
         self.timers.pop(uid, None)
+        self._stop_containers(uid, terminal=True)
         pod = self._pod(uid)
         rt = self.lifecycle.registry.by_storage.get(PODS_KEY)
         if pod is not None and rt is not None:

@@ -42,18 +42,21 @@ async def test_scheduled_pod_terminates_then_the_kubelet_removes_it(raw: Raw) ->
     await raw.request("PATCH", PODS + "/p/status", RUNNING, content_type=MERGE)
     _, listed, _ = await raw.request("GET", PODS)
     watching = asyncio.create_task(raw.watch_lines(
-        PODS, 4, resourceVersion=listed["metadata"]["resourceVersion"], limit_s=30))
+        PODS, 5, resourceVersion=listed["metadata"]["resourceVersion"], limit_s=30))
     await asyncio.sleep(0.2)
     code, deleting, _ = await raw.request("DELETE", PODS + "/p")
     assert code == 200 and deleting["metadata"]["deletionGracePeriodSeconds"] == 1
     assert -2 < _seconds_from_now(deleting["metadata"]["deletionTimestamp"]) <= 2  # now + 1 s
     events = await watching
-    assert [e["type"] for e in events] == ["MODIFIED", "MODIFIED", "MODIFIED", "DELETED"]
+    # deletionTimestamp set; containers not ready; terminal phase; grace 0; gone
+    assert [e["type"] for e in events] == ["MODIFIED"] * 4 + ["DELETED"]
     stopped = events[1]["object"]
     assert {c["type"]: c["status"] for c in stopped["status"]["conditions"]} == {
         "Ready": "False", "ContainersReady": "False"}
+    assert stopped["status"]["phase"] == "Running"
     assert any(e["manager"] == "kubelet" for e in stopped["metadata"]["managedFields"])
-    assert events[2]["object"]["metadata"]["deletionGracePeriodSeconds"] == 0
+    assert events[2]["object"]["status"]["phase"] == "Succeeded"
+    assert events[3]["object"]["metadata"]["deletionGracePeriodSeconds"] == 0
 
 
 async def test_default_grace_is_the_pods_and_only_shorter_ones_apply(no_kubelet: Raw) -> None:
