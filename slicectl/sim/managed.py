@@ -16,8 +16,9 @@ what, not for server-side-apply conflict detection):
 - ``fieldsV1``: on create, every field of the object (defaults included, server-owned metadata
   excluded); on update, the fields the write added or changed, which also leave every other
   manager's set (fields the write removed leave every set). Maps (labels, annotations) and
-  the items of keyed lists (by ``name``, ``type``, ``containerPort``) carry ``"."``; other
-  lists are atomic; ``finalizers`` is a set (``v:"..."``);
+  the items of keyed lists (containers by ``name``, conditions by ``type``, container ports by
+  ``containerPort``/``protocol``, ...) carry ``"."``; other lists are atomic; ``finalizers``
+  is a set (``v:"..."``);
 - a write that changes nothing else keeps the managedFields it had (no new resourceVersion);
   an update that carries non-empty managedFields of its own replaces them, as on a real server.
 """
@@ -37,7 +38,12 @@ _SERVER_META = frozenset({
     "name", "namespace", "uid", "resourceVersion", "generation", "creationTimestamp",
     "deletionTimestamp", "deletionGracePeriodSeconds", "managedFields", "selfLink"})
 _MAPS = frozenset({"labels", "annotations", "nodeSelector", "matchLabels", "data"})
-_LIST_KEYS = (("name",), ("type",), ("containerPort", "protocol"), ("uid",))
+# x-kubernetes-list-map-keys of the keyed lists the served built-ins have (others are atomic)
+_LIST_KEYS: dict[str, tuple[str, ...]] = {
+    "containers": ("name",), "initContainers": ("name",), "ephemeralContainers": ("name",),
+    "env": ("name",), "volumes": ("name",), "volumeMounts": ("mountPath",),
+    "imagePullSecrets": ("name",), "conditions": ("type",), "ownerReferences": ("uid",),
+    "ports": ("containerPort", "protocol")}
 
 
 def manager_name(field_manager: str, user_agent: str) -> str:
@@ -47,13 +53,11 @@ def manager_name(field_manager: str, user_agent: str) -> str:
     return prefix.encode()[:MAX_MANAGER].decode(errors="ignore")
 
 
-def _list_key(items: list[Any]) -> tuple[str, ...] | None:
-    if not items or not all(isinstance(i, dict) for i in items):
-        return None
-    for keys in _LIST_KEYS:
-        if all(keys[0] in i for i in items):
-            return keys
-    return None
+def _list_key(name: str, items: list[Any]) -> tuple[str, ...] | None:
+    keys = _LIST_KEYS.get(name)
+    if keys is None or not all(isinstance(i, dict) and keys[0] in i for i in items):
+        return None  # atomic (EndpointSlice endpoints and ports, tolerations, ...)
+    return keys
 
 
 def _flatten(value: Any, path: Path, out: dict[Path, Any], name: str = "") -> None:
@@ -68,7 +72,7 @@ def _flatten(value: Any, path: Path, out: dict[Path, Any], name: str = "") -> No
             for item in value:
                 out[(*path, "v:" + json.dumps(item))] = None
             return
-        keys = _list_key(value)
+        keys = _list_key(name, value)
         if keys is not None:
             for item in value:
                 ident = json.dumps({k: item[k] for k in keys if k in item},
