@@ -3,7 +3,8 @@
 Decides the labels each request is counted under, as the real server's metrics filter does:
 verb (GET for one object, LIST, WATCH, POST, PUT, PATCH, DELETE — upper case), group, version,
 resource, subresource, scope (``resource`` for a named object or a create, ``namespace`` or
-``cluster`` for collections) and the response code; and renders them as Prometheus text.
+``cluster`` for collections) and the response code; and renders them as Prometheus text,
+with ``apiserver_terminated_watchers_total`` (watchers closed for not keeping up).
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ class RequestCounter:
     def reset(self) -> None:
         self.counts.clear()
 
-    def prometheus_text(self) -> str:
+    def prometheus_text(self, terminated: dict[tuple[str, str], int] | None = None) -> str:
+        """The request counts, and ``terminated`` watchers per (group, resource)."""
         lines = [
             "# HELP apiserver_request_total [STABLE] Counter of apiserver requests broken out "
             "for each verb, dry run value, group, version, resource, scope, component, and "
@@ -56,4 +58,10 @@ class RequestCounter:
                 f'apiserver_request_total{{code="{code}",component="apiserver",dry_run="",'
                 f'group="{group}",resource="{resource}",scope="{scope}",'
                 f'subresource="{sub}",verb="{verb}",version="{version}"}} {n}')
+        lines += ["# HELP apiserver_terminated_watchers_total [ALPHA] Counter of watchers closed "
+                  "due to unresponsiveness broken by resource type.",
+                  "# TYPE apiserver_terminated_watchers_total counter"]
+        for (group, resource), n in sorted((terminated or {}).items()):
+            name = f"{resource}.{group}" if group else resource
+            lines.append(f'apiserver_terminated_watchers_total{{resource="{name}"}} {n}')
         return "\n".join(lines) + "\n"

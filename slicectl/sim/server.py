@@ -185,7 +185,7 @@ class EmbeddedApiServer:
         elif parts[:2] == ["openapi", "v3"]:
             body = self.openapi().document("/".join(parts[2:]))
         elif parts == ["metrics"]:
-            return web.Response(text=self.metrics.prometheus_text(),
+            return web.Response(text=self.metrics.prometheus_text(self.store.terminated_watchers),
                                 content_type="text/plain", charset="utf-8")
         if body is None:
             return web.Response(status=404, text="404 page not found\n")

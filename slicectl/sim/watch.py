@@ -254,5 +254,6 @@ async def stream(request: web.Request, store: Store, watcher: Watcher, finished:
     except ConnectionResetError:
         pass
     finally:
+        watcher.closed = True  # a pending buffer check must not count it as terminated
         store.bucket(watcher.rt).watchers.discard(watcher)
     return resp

@@ -103,8 +103,10 @@ async def test_a_watcher_that_does_not_keep_up_is_closed() -> None:
                 i += 1
             # a watcher that reads along is not closed: it takes its buffer each time
             events = await raw.watch_lines(PODS, 3)
+            _, metrics, _ = await raw.request("GET", "/metrics")
         writer.close()
         assert srv.store.terminated_watchers[("", "pods")] == 1
+        assert 'apiserver_terminated_watchers_total{resource="pods"} 1' in metrics
         assert len(events) == 3
 
 
