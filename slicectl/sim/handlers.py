@@ -23,7 +23,7 @@ from aiohttp import web
 from slicectl.sim import errors, protobuf, watch
 from slicectl.sim.lifecycle import Lifecycle
 from slicectl.sim.listing import list_objects, make_filter
-from slicectl.sim.managed import manager_name, record
+from slicectl.sim.managed import check_field_manager, manager_name, record
 from slicectl.sim.negotiation import (
     Representation,
     is_a_list,
@@ -299,9 +299,12 @@ class Api:
     def _record(self, request: web.Request, rt: ResourceType, old: Obj | None, new: Obj,
                 subresource: str) -> None:
         """Who changed what: ``metadata.managedFields`` (:mod:`slicectl.sim.managed`)."""
-        manager = manager_name(request.query.get("fieldManager", ""),
-                               request.headers.get("User-Agent", ""))
-        operation = "Apply" if request.content_type == APPLY_PATCH else "Update"
+        field_manager = request.query.get("fieldManager", "")
+        apply = request.content_type == APPLY_PATCH
+        check_field_manager(field_manager, apply, {"POST": "CreateOptions", "PUT": "UpdateOptions"}
+                            .get(request.method, "PatchOptions"))
+        manager = manager_name(field_manager, request.headers.get("User-Agent", ""))
+        operation = "Apply" if apply else "Update"
         record(old, new, manager, operation, subresource, rt.group_version,
                "status" in rt.subresources)
 

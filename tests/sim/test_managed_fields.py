@@ -71,3 +71,22 @@ async def test_lists_watches_and_metadata_only_reads_carry_them(raw: Raw) -> Non
     async with raw.session.get(raw.srv.url + PODS + "/p", headers={"Accept": META}) as resp:
         partial = await resp.json()
     assert partial["kind"] == "PartialObjectMetadata" and partial["metadata"]["managedFields"]
+
+
+async def test_field_manager_is_validated_and_required_for_apply(raw: Raw) -> None:
+    code, body, _ = await raw.request("POST", PODS, pod("p"), fieldManager="m" * 129)
+    assert code == 422 and body["message"] == (
+        'CreateOptions.meta.k8s.io "" is invalid: fieldManager: Too long: may not be more '
+        "than 128 bytes")
+    await raw.request("POST", PODS, pod("p"))
+    code, body, _ = await raw.request("PATCH", PODS + "/p", b"metadata:\n  labels: {a: b}\n",
+                                      content_type="application/apply-patch+yaml")
+    assert code == 422 and body["message"] == (
+        'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required '
+        "for apply patch")
+    code, applied, _ = await raw.request("PATCH", PODS + "/p", b"metadata:\n  labels: {a: b}\n",
+                                         content_type="application/apply-patch+yaml",
+                                         fieldManager="applier")
+    assert code == 200
+    entry = next(e for e in _entries(applied) if e["manager"] == "applier")
+    assert entry["operation"] == "Apply"
