@@ -6,6 +6,7 @@ import pytest
 
 from slicectl.sim.selectors import LabelSelectorError, parse_label_selector
 from tests.sim.conftest import PODS, Raw, pod
+from tests.sim.test_crd import CRDS, WIDGETS, crd
 
 STATUS = "application/merge-patch+json"
 
@@ -100,3 +101,21 @@ async def test_escaped_field_values(raw: Raw) -> None:
     assert await _names(raw, fieldSelector="metadata.name=plain,metadata.namespace=default") == [
         "plain"]
     assert await _names(raw, fieldSelector="metadata.name=pl\\,ain") == []
+
+
+async def test_custom_resource_field_selectors(raw: Raw) -> None:
+    body = crd()
+    version = body["spec"]["versions"][0]
+    version["schema"]["openAPIV3Schema"]["properties"]["spec"] = {
+        "type": "object", "properties": {"color": {"type": "string"}}}
+    version["selectableFields"] = [{"jsonPath": ".spec.color"}]
+    code, created, _ = await raw.request("POST", CRDS, body)
+    assert code == 201, created
+    for name, color in (("r", "red"), ("b", "blue")):
+        await raw.request("POST", WIDGETS, {"apiVersion": "example.com/v1", "kind": "Widget",
+                                            "metadata": {"name": name},
+                                            "spec": {"color": color}})
+    code, listed, _ = await raw.request("GET", WIDGETS, fieldSelector="spec.color=red")
+    assert code == 200 and [w["metadata"]["name"] for w in listed["items"]] == ["r"]
+    code, body, _ = await raw.request("GET", WIDGETS, fieldSelector="spec.size=1")
+    assert code == 400 and body["message"] == "field label not supported: spec.size"
