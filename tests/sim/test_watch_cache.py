@@ -17,9 +17,12 @@ from slicectl.sim.server import EmbeddedApiServer
 from tests.sim.conftest import PODS, Raw, pod, ssl_context
 
 
+WINDOW = 2.0  # seconds of watch history (75 on a real server)
+
+
 @pytest.fixture
 async def short_history() -> AsyncIterator[Raw]:
-    async with EmbeddedApiServer(watch_history_seconds=0.5, bookmark_interval=0.2) as srv:
+    async with EmbeddedApiServer(watch_history_seconds=WINDOW, bookmark_interval=0.2) as srv:
         connector = aiohttp.TCPConnector(ssl=ssl_context(srv.kubeconfig_path))
         async with aiohttp.ClientSession(
                 connector=connector, headers={"Authorization": f"Bearer {srv.token}"}) as s:
@@ -33,7 +36,7 @@ async def test_resuming_from_before_the_window_is_410(short_history: Raw) -> Non
     await raw.request("POST", PODS, pod("b"))
     events = await raw.watch_lines(PODS, 1, resourceVersion=rv)
     assert events[0]["type"] == "ADDED"  # still in the window
-    await asyncio.sleep(0.8)
+    await asyncio.sleep(WINDOW + 0.5)
     await raw.request("POST", PODS, pod("c"))  # b's event is older than the window now
     events = await raw.watch_lines(PODS, 1, resourceVersion=rv)
     assert events[0]["type"] == "ERROR" and events[0]["object"]["code"] == 410
@@ -46,7 +49,7 @@ async def test_idle_resource_resumes_from_a_recent_rv(short_history: Raw) -> Non
     raw = short_history
     await raw.request("POST", PODS, pod("a"))
     _, listed, _ = await raw.request("GET", PODS)
-    await asyncio.sleep(0.8)  # every event has left the window, none came after the list
+    await asyncio.sleep(WINDOW + 0.5)  # every event has left the window, none came after the list
     events = await raw.watch_lines(PODS, 1, resourceVersion=listed["metadata"]["resourceVersion"],
                                    allowWatchBookmarks=True, timeoutSeconds=5)
     assert events[0]["type"] == "BOOKMARK"
