@@ -16,7 +16,6 @@ from slicectl.sim.backpressure import TimeBudget, channel_size
 from slicectl.sim.server import EmbeddedApiServer
 from tests.sim.conftest import PODS, Raw, pod, ssl_context
 
-
 WINDOW = 2.0  # seconds of watch history (75 on a real server)
 
 
