@@ -1,11 +1,13 @@
 """What the registry strategies do to an object on create and update.
 
-Decides the server-owned metadata (name from generateName with the real 5-character suffix
-alphabet, uid, creationTimestamp, generation), which part of an object a write may change (main
-resource writes keep the old status of types with a status subresource; /status writes keep
-everything but status; namespace finalizers change only through /finalize), when generation is
-bumped (per :func:`slicectl.sim.resources.generation_policy`), and the status a new pod,
-service or namespace starts with.
+Decides the server-owned metadata (name from generateName: the prefix cut to 58 characters
+plus 5 from the real suffix alphabet; uid, creationTimestamp, generation), that an update or
+patch may not rename the object (400, ``checkName``), which part of an object a write may
+change (main resource writes keep the old status of types with a status subresource; /status
+writes keep everything but status; namespace finalizers change only through /finalize), when
+generation is bumped (per :func:`slicectl.sim.resources.generation_policy`; EndpointSlices
+compared as ``Semantic.DeepEqual`` does), and the status a new pod, service or namespace
+starts with.
 """
 
 from __future__ import annotations
