@@ -4,7 +4,8 @@ Decides the request flow of the generic registry: decode (JSON, YAML, or the pro
 typed clients send, :mod:`slicectl.sim.protobuf`) and type-check the body, prune and
 report unknown fields (``fieldValidation`` Strict -> 400, Warn -> a Warning header), apply the
 strategy (:mod:`slicectl.sim.objects`), default, validate (422 with causes), check existence
-and optimistic concurrency (404, 409 AlreadyExists, 409 Conflict), store, and answer with the
+and optimistic concurrency (404, 409 AlreadyExists, 409 Conflict), record managedFields
+(:mod:`slicectl.sim.managed`), store, and answer with the
 object (201 on create), a Table or PartialObjectMetadata(List) when the Accept header asks for
 one (:mod:`slicectl.sim.negotiation`), or a success Status where the real
 registry returns one. A write that changes nothing is not stored (no new resourceVersion), as
