@@ -39,6 +39,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--watch-history-seconds", type=_non_negative, default=75.0,
                         help="events older than this are forgotten: resuming a watch or a "
                              "list from before them gets 410 Expired (the watch cache's 75 s)")
+    parser.add_argument("--compaction-seconds", type=_non_negative, default=300.0,
+                        help="Exact-resourceVersion lists and continue tokens older than this "
+                             "get 410 Expired (the apiserver's 5-minute etcd compaction)")
     parser.add_argument("--bookmark-interval", type=_non_negative, default=60.0,
                         help="seconds between watch bookmarks (the cacher's one minute)")
     parser.add_argument("--watcher-buffer", type=int, default=None, metavar="EVENTS",
@@ -67,6 +70,7 @@ async def _serve(args: argparse.Namespace) -> None:
                                bookmark_interval=args.bookmark_interval,
                                kubeconfig_path=args.kubeconfig_out,
                                watch_history_seconds=args.watch_history_seconds,
+                               compaction_seconds=args.compaction_seconds,
                                watcher_buffer=args.watcher_buffer, kubelet=args.kubelet,
                                pod_grace_scale=args.pod_grace_scale)
     faults = server.faults

@@ -102,7 +102,7 @@ def snapshot_rv(store: Store, rt: ResourceType, query: dict[str, str]) -> tuple[
         rv, start = decode_continue(token)
         if rv <= 0:
             return store.rv, start
-        if rv < store.resumable_from(rt):
+        if rv < store.compacted_before(rt):
             err = errors.expired(CONTINUE_EXPIRED)
             err.metadata = {"continue": encode_continue(-1, start)}
             raise err
@@ -125,7 +125,7 @@ def snapshot_rv(store: Store, rt: ResourceType, query: dict[str, str]) -> tuple[
                          "message": "Too large resource version"}], "retryAfterSeconds": 1})
     exact = match == "Exact" or (not match and "limit" in query)
     if exact:
-        if rv < store.resumable_from(rt):
+        if rv < store.compacted_before(rt):
             raise errors.expired("The resourceVersion for the provided list is too old.")
         return rv, ""
     return store.rv, ""

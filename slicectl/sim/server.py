@@ -43,16 +43,18 @@ class EmbeddedApiServer:
     def __init__(self, host: str = "127.0.0.1", port: int = 0, token: str | None = None,
                  watch_cache_size: int = 100 * 1024, bookmark_interval: float = 60.0,
                  kubeconfig_path: str | Path | None = None, *,
-                 watch_history_seconds: float = 75.0, watcher_buffer: int | None = None,
+                 watch_history_seconds: float = 75.0, compaction_seconds: float = 300.0,
+                 watcher_buffer: int | None = None,
                  kubelet: bool = True, pod_grace_scale: float = 1.0) -> None:
-        """Defaults are a real kube-apiserver's: 75 s of watch history (older RVs: 410),
+        """Defaults are a real kube-apiserver's: 75 s of watch history (older RVs: 410;
+        Exact lists and continue tokens live until etcd compaction, ``compaction_seconds``),
         bookmarks every 60 s, watchers closed when they fall behind their cacher-sized buffer
         (``watcher_buffer`` overrides the size; 0 = unbounded), and a kubelet that finishes the
         graceful deletion of pods bound to a node (``kubelet=False``: the client plays it)."""
         self.host = host
         self.port = port
         self.token = token or new_token()
-        self.store = Store(watch_cache_size, watch_history_seconds)
+        self.store = Store(watch_cache_size, watch_history_seconds, compaction_seconds)
         self.store.watcher_buffer = watcher_buffer
         self.registry = Registry()
         self.lifecycle = Lifecycle(self.store, self.registry)

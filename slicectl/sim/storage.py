@@ -7,11 +7,14 @@ per group/resource (the watch cache) from which watches resume and old states ar
 ``resourceVersionMatch=Exact`` lists and continue tokens; and the fan-out of every event to the
 subscribed watchers.
 
-The history keeps the events of the last ``history_seconds`` (75 s, the watch cache's
-``eventFreshDuration``) and at most ``watch_cache_size`` events (its upper bound, 100 Ki). That
-is the harsh end of the real cache, which evicts only when full and so may keep older events
-of an idle resource: here an RV older than the window always gets 410 Expired, so relists
-happen in ordinary runs, not only after a forced compaction.
+Two windows, as in a real cluster: a watch resumes from the watch cache, which holds the events
+of the last ``history_seconds`` (75 s, its ``eventFreshDuration``; at most ``watch_cache_size``
+events, its upper bound of 100 Ki); that is the harsh end of the real cache, which evicts only
+when full and so may keep older events of an idle resource: here a watch from an RV older than
+the window always gets 410 Expired, so relists happen in ordinary runs, not only after a forced
+compaction. Exact-RV lists and continue tokens are served by etcd, which the apiserver compacts
+every 5 minutes to the revision of 5 minutes before: they expire after ``compaction_seconds``
+(300 s).
 
 Each event is serialized at most once per event type, lazily, and the same bytes go to every
 watcher.
@@ -102,10 +105,11 @@ def owner_uids(obj: Obj) -> set[str]:
 
 class Store:
     def __init__(self, watch_cache_size: int = 100 * 1024,
-                 history_seconds: float = 75.0) -> None:
+                 history_seconds: float = 75.0, compaction_seconds: float = 300.0) -> None:
         self.rv = 1
         self.watch_cache_size = max(1, watch_cache_size)
         self.history_seconds = history_seconds
+        self.compaction_seconds = max(compaction_seconds, history_seconds)
         self.buckets: dict[StorageKey, Bucket] = {}
         self.uids: dict[str, tuple[StorageKey, str]] = {}
         self.dependents: dict[str, set[tuple[StorageKey, str]]] = {}
@@ -177,9 +181,9 @@ class Store:
             self.dependents.setdefault(uid, set()).add((skey, key))
 
     def _evict(self, bucket: Bucket) -> None:
-        """Forget events past the window or the size bound (their RVs then get 410)."""
+        """Forget events etcd has compacted away or past the size bound."""
         history = bucket.history
-        limit = time.monotonic() - self.history_seconds
+        limit = time.monotonic() - self.compaction_seconds
         evicted = 0
         while history and (len(history) > self.watch_cache_size or history[0].at < limit):
             evicted = history.popleft().rv
@@ -202,11 +206,23 @@ class Store:
             bucket.history.clear()
             bucket.oldest = self.rv + 1
 
-    def resumable_from(self, rt: ResourceType) -> int:
-        """The oldest resourceVersion history still reaches back to (older ones: 410)."""
+    def compacted_before(self, rt: ResourceType) -> int:
+        """The oldest resourceVersion an Exact list or a continue token may name (older: 410)."""
         bucket = self.bucket(rt)
         self._evict(bucket)
         return bucket.oldest - 1
+
+    def resumable_from(self, rt: ResourceType) -> int:
+        """The oldest resourceVersion a watch may resume from (older ones: 410): one before the
+        oldest event in the watch window; with none left, the last one that aged out."""
+        oldest = self.compacted_before(rt)
+        limit = time.monotonic() - self.history_seconds
+        aged: Event | None = None
+        for event in self.bucket(rt).history:
+            if event.at >= limit:
+                return event.rv - 1 if aged is not None else oldest
+            aged = event
+        return aged.rv if aged is not None else oldest
 
     def check_not_expired(self, rt: ResourceType, rv: int) -> None:
         oldest = self.resumable_from(rt)
@@ -229,7 +245,9 @@ class Store:
         bucket = self.bucket(rt)
         if rv >= self.rv:
             return bucket.objects
-        self.check_not_expired(rt, rv)
+        oldest = self.compacted_before(rt)
+        if rv < oldest:
+            raise errors.too_old(rv, oldest)
         state = dict(bucket.objects)
         for event in reversed(bucket.history):
             if event.rv <= rv:

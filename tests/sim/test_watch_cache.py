@@ -39,8 +39,26 @@ async def test_resuming_from_before_the_window_is_410(short_history: Raw) -> Non
     await raw.request("POST", PODS, pod("c"))  # b's event is older than the window now
     events = await raw.watch_lines(PODS, 1, resourceVersion=rv)
     assert events[0]["type"] == "ERROR" and events[0]["object"]["code"] == 410
+    # an Exact list is served by etcd: good until compaction (300 s), not the watch window
     code, body, _ = await raw.request("GET", PODS, resourceVersion=rv,
                                       resourceVersionMatch="Exact")
+    assert code == 200 and [p["metadata"]["name"] for p in body["items"]] == ["a"]
+
+
+async def test_exact_lists_and_continue_tokens_expire_with_compaction() -> None:
+    async with EmbeddedApiServer(watch_history_seconds=0.2, compaction_seconds=0.5) as srv:
+        connector = aiohttp.TCPConnector(ssl=ssl_context(srv.kubeconfig_path))
+        async with aiohttp.ClientSession(
+                connector=connector, headers={"Authorization": f"Bearer {srv.token}"}) as s:
+            raw = Raw(srv, s)
+            for name in ("a", "b", "c"):
+                await raw.request("POST", PODS, pod(name))
+            _, page, _ = await raw.request("GET", PODS, limit=1)
+            await raw.request("POST", PODS, pod("d"))  # after the page's snapshot
+            await asyncio.sleep(1.0)
+            await raw.request("POST", PODS, pod("e"))  # d has been compacted away
+            code, body, _ = await raw.request("GET", PODS, limit=1,
+                                              **{"continue": page["metadata"]["continue"]})
     assert code == 410 and body["reason"] == "Expired"
 
 
@@ -64,6 +82,7 @@ async def test_no_bookmark_for_a_watch_shorter_than_the_pre_timeout(raw: Raw) ->
 def test_default_server_is_realistic() -> None:
     srv = EmbeddedApiServer()
     assert srv.store.history_seconds == 75.0 and srv.api.bookmark_interval == 60.0
+    assert srv.store.compaction_seconds == 300.0
     assert srv.store.watch_cache_size == 100 * 1024 and srv.store.watcher_buffer is None
     assert srv.kubelet is not None
 
@@ -128,8 +147,8 @@ async def test_a_reading_watcher_survives_a_burst() -> None:
 
 def test_apiserver_command_defaults_to_the_realistic_server() -> None:
     args = build_parser().parse_args(["apiserver", "--port", "0"])
-    assert (args.watch_history_seconds, args.bookmark_interval, args.watch_cache_size) == (
-        75.0, 60.0, 100 * 1024)
+    assert (args.watch_history_seconds, args.bookmark_interval, args.watch_cache_size,
+            args.compaction_seconds) == (75.0, 60.0, 100 * 1024, 300.0)
     assert args.watcher_buffer is None and args.kubelet and args.pod_grace_scale == 1.0
     args = build_parser().parse_args(["apiserver", "--port", "0", "--no-kubelet",
                                       "--watcher-buffer", "0", "--pod-grace-scale", "0.1"])
