@@ -96,7 +96,7 @@ def _flatten(value: Any, path: Path, out: dict[Path, Any], name: str = "") -> No
         if keys is not None:
             for item in value:
                 ident = json.dumps({k: item[k] for k in keys if k in item},
-                                   separators=(",", ":"), sort_keys=True)
+                                   separators=(",", ":"), sort_keys=True, default=str)
                 item_path = (*path, "k:" + ident)
                 out[(*item_path, DOT)] = None
                 for key, child in item.items():
