@@ -14,9 +14,10 @@ Cause = dict[str, str]
 
 
 def show(value: Any) -> str:
-    """A value as Go's ``%#v`` roughly prints it: strings quoted, numbers bare."""
+    """A value as Go's ``%#v`` roughly prints it: strings quoted (printable non-ASCII kept, as
+    ``%q`` keeps it), numbers bare."""
     if isinstance(value, str):
-        return json.dumps(value)
+        return json.dumps(value, ensure_ascii=False)
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float):

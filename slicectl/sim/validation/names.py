@@ -5,6 +5,8 @@ checked by the same few predicates in the real server; keeping each predicate an
 message together here lets every validator use them unchanged. Label keys and values are
 decided here too, from the upstream functions, not by the controller's
 :mod:`slicectl.model.selector`: the server must be able to disagree with the controller.
+Lengths are Go's (UTF-8 bytes) and patterns must match the whole value, as Go's anchored
+regexps do (a trailing newline is no match).
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ import re
 _LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _DNS_LABEL = re.compile(f"^{_LABEL}$")
 _DNS_SUBDOMAIN = re.compile(rf"^{_LABEL}(\.{_LABEL})*$")
+_QUALIFIED_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_QUALIFIED_NAME = re.compile(_QUALIFIED_NAME_FMT)
+_LABEL_VALUE = re.compile(f"({_QUALIFIED_NAME_FMT})?")
 
 DNS1123_LABEL_MSG = (
     "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
@@ -27,11 +32,16 @@ DNS1123_SUBDOMAIN_MSG = (
     "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used "
     "for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
 )
-QUALIFIED_NAME_MSG = (
-    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
-    "with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
+_QUALIFIED_NAME_REGEX_MSG = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+    "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
     "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
 )
+NAME_PART_MSG = "name part " + _QUALIFIED_NAME_REGEX_MSG
+# more than one '/': the whole key is refused with one message
+QUALIFIED_NAME_MSG = ("a qualified name " + _QUALIFIED_NAME_REGEX_MSG
+                      + " with an optional DNS subdomain prefix and '/' (e.g. "
+                      "'example.com/MyName')")
 LABEL_VALUE_MSG = (
     "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or "
     "'.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or "
@@ -42,7 +52,7 @@ LABEL_VALUE_MSG = (
 
 def dns1123_label_errors(value: str) -> list[str]:
     errs = []
-    if len(value) > 63:
+    if _go_len(value) > 63:
         errs.append("must be no more than 63 characters")
     if not _DNS_LABEL.fullmatch(value):
         errs.append(DNS1123_LABEL_MSG)
@@ -51,7 +61,7 @@ def dns1123_label_errors(value: str) -> list[str]:
 
 def dns1123_subdomain_errors(value: str) -> list[str]:
     errs = []
-    if len(value) > 253:
+    if _go_len(value) > 253:
         errs.append("must be no more than 253 characters")
     if not _DNS_SUBDOMAIN.fullmatch(value):
         errs.append(DNS1123_SUBDOMAIN_MSG)
@@ -63,16 +73,12 @@ def mask_trailing_dash(name: str) -> str:
     return name[:-1] + "a" if len(name) > 1 and name.endswith("-") else name
 
 
-_QUALIFIED_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
-
-
 @functools.lru_cache(maxsize=65536)  # label keys recur on every write
 def _qualified_name_errors(value: str) -> tuple[str, ...]:
     parts = value.split("/")
-    errs: list[str] = []
     if len(parts) > 2:
-        return ("a qualified name " + QUALIFIED_NAME_MSG.removeprefix("name part ")
-                + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",)
+        return (QUALIFIED_NAME_MSG,)
+    errs: list[str] = []
     name = parts[-1]
     if len(parts) == 2:
         prefix = parts[0]
@@ -82,25 +88,22 @@ def _qualified_name_errors(value: str) -> tuple[str, ...]:
             errs.extend("prefix part " + m for m in dns1123_subdomain_errors(prefix))
     if not name:
         errs.append("name part must be non-empty")
-    elif len(name) > 63:
+    elif _go_len(name) > 63:
         errs.append("name part must be no more than 63 characters")
     if not _QUALIFIED_NAME.fullmatch(name):
-        errs.append(QUALIFIED_NAME_MSG)
+        errs.append(NAME_PART_MSG)
     return tuple(errs)
 
 
 def qualified_name_errors(value: str) -> list[str]:
-    """``IsQualifiedName``: ``[prefix/]name`` as label keys and appProtocols."""
+    """``IsQualifiedName``: ``[prefix/]name`` as label keys, finalizers and appProtocols."""
     return list(_qualified_name_errors(value))
-
-
-_LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
 
 
 @functools.lru_cache(maxsize=65536)
 def _label_value_errors(value: str) -> tuple[str, ...]:
     errs: list[str] = []
-    if len(value) > 63:
+    if _go_len(value) > 63:
         errs.append("must be no more than 63 characters")
     if not _LABEL_VALUE.fullmatch(value):
         errs.append(LABEL_VALUE_MSG)
@@ -108,8 +111,13 @@ def _label_value_errors(value: str) -> tuple[str, ...]:
 
 
 def label_value_errors(value: str) -> list[str]:
-    """``IsValidLabelValue``."""
+    """``IsValidLabelValue``: at most 63 bytes; empty, or alphanumeric at both ends."""
     return list(_label_value_errors(value))
+
+
+def _go_len(value: str) -> int:
+    """Go's ``len`` of a string: its UTF-8 bytes."""
+    return len(value.encode("utf-8", "surrogatepass"))
 
 
 @functools.lru_cache(maxsize=65536)  # pure, and every endpoint address goes through here
