@@ -4,11 +4,18 @@ Every failure the embedded server returns is an :class:`ApiError`; its :meth:`Ap
 is the body the real server sends (``kind: Status``, ``reason``, ``details``, ``code``). The
 constructors below decide the message wording and the ``details`` of each reason, copied from
 ``k8s.io/apimachinery/pkg/api/errors`` so clients that parse messages or reasons behave the same.
+Headers gathered while a request is handled (the unknown-field ``Warning``) go out with its
+answer whatever it is, an error included, as the real server's warning recorder sends them
+(:func:`response_headers`, :func:`keeps_headers`).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any, Concatenate, ParamSpec, TypeVar
+
+from aiohttp import web
 
 from slicectl.sim.types import ResourceType
 
@@ -46,6 +53,32 @@ class ApiError(Exception):
             body["details"] = self.details
         body["code"] = self.code
         return body
+
+
+_HEADERS = web.RequestKey("slicectl.sim.response_headers", dict[str, str])
+_P = ParamSpec("_P")
+_S = TypeVar("_S")
+_T = TypeVar("_T")
+
+
+def response_headers(request: web.Request) -> dict[str, str]:
+    """The headers every answer to ``request`` carries, kept with the request."""
+    headers: dict[str, str] = request.setdefault(_HEADERS, {})
+    return headers
+
+
+def keeps_headers(
+    handler: Callable[Concatenate[_S, web.Request, _P], Awaitable[_T]],
+) -> Callable[Concatenate[_S, web.Request, _P], Awaitable[_T]]:
+    """A handler whose errors also carry the :func:`response_headers` of its request."""
+    async def wrapper(self: _S, request: web.Request, /, *args: _P.args,
+                      **kwargs: _P.kwargs) -> _T:
+        try:
+            return await handler(self, request, *args, **kwargs)
+        except ApiError as exc:
+            exc.headers.update(request.get(_HEADERS) or {})
+            raise
+    return wrapper
 
 
 def qualified(rt: ResourceType) -> str:
@@ -92,7 +125,8 @@ def invalid(rt: ResourceType, name: str, causes: list[dict[str, Any]]) -> ApiErr
     group_kind = f"{rt.kind}.{rt.group}" if rt.group else rt.kind
     details = _details(rt, name, kind=rt.kind)
     details["causes"] = causes
-    return ApiError(422, "Invalid", f'{group_kind} "{name}" is invalid: {summary}', details)
+    quoted = json.dumps(name, ensure_ascii=False)  # Go's %q of the name
+    return ApiError(422, "Invalid", f"{group_kind} {quoted} is invalid: {summary}", details)
 
 
 def bad_request(message: str) -> ApiError:

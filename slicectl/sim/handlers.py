@@ -52,7 +52,14 @@ from slicectl.sim.resources import (
 from slicectl.sim.storage import Obj, Store
 from slicectl.sim.table import to_table
 from slicectl.sim.types import ResourceType
-from slicectl.sim.validation import apply_defaults, prune_unknown, validate
+from slicectl.sim.validation import (
+    apply_defaults,
+    prune_unknown,
+    stored_form,
+    strict_decoding_error,
+    unknown_field_warning,
+    validate,
+)
 
 JSON = "application/json"
 
@@ -166,6 +173,7 @@ class Api:
             raise errors.bad_request("couldn't get version/kind; json parse error: "
                                      "expected an object")
         self._check_kind(rt, body)
+        self._unknown_fields(request, rt, body)  # decoding comes before every other check
         return body
 
     def _check_kind(self, rt: ResourceType, body: Obj) -> None:
@@ -179,20 +187,25 @@ class Api:
             raise errors.bad_request(
                 f"the kind in the data ({kind}) does not match the expected kind ({rt.kind})")
 
-    def _admit(self, request: web.Request, rt: ResourceType, obj: Obj, old: Obj | None,
-               headers: dict[str, str]) -> None:
-        """Defaults, unknown-field handling and validation shared by every write."""
+    def _unknown_fields(self, request: web.Request, rt: ResourceType, obj: Obj) -> None:
+        """As the decoder does: Strict refuses unknown fields, Warn reports them in a Warning
+        (sent with any answer, an error too); they are pruned unless Strict."""
         mode = request.query.get("fieldValidation", "Warn")
         unknown = prune_unknown(rt, obj, mode == "Strict")
         if unknown and mode == "Strict":
-            raise errors.bad_request("strict decoding error: " + ", ".join(
-                f'unknown field "{path}"' for path in unknown))
+            raise errors.bad_request(strict_decoding_error(rt, unknown))
         if unknown and mode == "Warn":
-            headers["Warning"] = ", ".join(f'299 - "unknown field \\"{p}\\""' for p in unknown)
+            errors.response_headers(request)["Warning"] = unknown_field_warning(rt, unknown)
+
+    def _admit(self, request: web.Request, rt: ResourceType, obj: Obj, old: Obj | None,
+               subresource: str = "") -> None:
+        """Defaults, unknown-field handling and validation shared by every write."""
+        self._unknown_fields(request, rt, obj)  # a patched object is only decoded here
         apply_defaults(rt, obj)
-        causes = validate(rt, obj, old)
+        causes = validate(rt, obj, old, subresource)
         if causes:
             raise errors.invalid(rt, obj["metadata"].get("name", ""), causes)
+        stored_form(rt, obj)
 
     def _check_namespace(self, rt: ResourceType, namespace: str, name: str) -> None:
         if not rt.namespaced:
@@ -211,6 +224,7 @@ class Api:
                                       "field": "metadata.namespace"}]
             raise err
 
+    @errors.keeps_headers
     async def create(self, request: web.Request, rt: ResourceType,
                      namespace: str) -> web.Response:
         body = await self._body(request, rt)
@@ -223,10 +237,10 @@ class Api:
 
     def _create(self, request: web.Request, rt: ResourceType, namespace: str,
                 body: Obj) -> web.Response:
-        headers: dict[str, str] = {}
+        headers = errors.response_headers(request)
         prepare_create(rt, body, namespace)
         name = body["metadata"]["name"]
-        self._admit(request, rt, body, None, headers)
+        self._admit(request, rt, body, None)
         self._check_namespace(rt, namespace, name)
         if self.store.get(rt, namespace, name) is not None:
             raise errors.already_exists(rt, name)
@@ -240,6 +254,7 @@ class Api:
             self._crd_changed(stored)
         return self._answer(request, rt, stored, 201, headers)
 
+    @errors.keeps_headers
     async def update(self, request: web.Request, rt: ResourceType, namespace: str, name: str,
                      subresource: str) -> web.Response:
         body = await self._body(request, rt)
@@ -257,6 +272,7 @@ class Api:
                 "message": "Invalid value: 0x0: must be specified for an update"}])
         return self._write(request, rt, old, body, subresource)
 
+    @errors.keeps_headers
     async def patch(self, request: web.Request, rt: ResourceType, namespace: str, name: str,
                     subresource: str) -> web.Response:
         raw = await request.read()
@@ -280,11 +296,11 @@ class Api:
         rv = new["metadata"].get("resourceVersion")
         if rv and rv != old["metadata"]["resourceVersion"]:
             raise errors.conflict(rt, name, errors.STALE_OBJECT)
-        headers: dict[str, str] = {}
+        headers = errors.response_headers(request)
         result = prepare_update(rt, old, new, subresource)
         if rt is CRD_TYPE and not subresource:
             result["status"] = crd_status(result)
-        self._admit(request, rt, result, old, headers)
+        self._admit(request, rt, result, old, subresource)
         bump_generation(rt, old, result)
         result["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
         self._record(request, rt, old, result, subresource)

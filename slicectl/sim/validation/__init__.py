@@ -10,7 +10,9 @@ never needs to know which kind has which rule:
 - :func:`prune_unknown` finds fields the schema does not declare (paths like ``spec.foo`` or
   ``spec.ports[0].bar``). With ``strict=False`` they are removed, as a real server's decoder
   drops them; with ``strict=True`` the object is left alone and the caller rejects the request
-  (fieldValidation=Strict: ``strict decoding error: unknown field "spec.foo"``).
+  (fieldValidation=Strict: :func:`strict_decoding_error`; Warn: :func:`unknown_field_warning`);
+- :func:`stored_form` makes an admitted custom resource what storage gives back (integral
+  floats become integers, as Go's JSON round trip makes them).
 """
 
 from __future__ import annotations
@@ -23,19 +25,24 @@ from slicectl.sim.validation.builtin import builtin_schemas
 from slicectl.sim.validation.crd import validate_crd
 from slicectl.sim.validation.endpointslice import validate_endpointslice
 from slicectl.sim.validation.errors import Cause
+from slicectl.sim.validation.govalues import stored_numbers
 from slicectl.sim.validation.meta import validate_object_meta
 from slicectl.sim.validation.names import dns1123_label_errors, dns1123_subdomain_errors
 from slicectl.sim.validation.pod_update import validate_pod_update
 from slicectl.sim.validation.prune import Compiler, Node, prune
 from slicectl.sim.validation.schema import apply_schema_defaults, validate_value
 
-__all__ = ["Cause", "apply_defaults", "prune_unknown", "validate"]
+__all__ = ["Cause", "apply_defaults", "prune_unknown", "stored_form", "strict_decoding_error",
+           "unknown_field_warning", "validate"]
 
 _OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 
 
-def validate(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None) -> list[Cause]:
-    """Status causes for ``obj`` (empty when valid); ``old`` is the stored object on update."""
+def validate(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None,
+             subresource: str = "") -> list[Cause]:
+    """Status causes for ``obj`` (empty when valid); ``old`` is the stored object on update.
+    A custom resource's ``status`` subresource write has only its ``.status`` checked against
+    the schema (rooted there: ``endpoints in body`` for ``status.endpoints``)."""
     key = (rt.group, rt.kind)
     if key == ("discovery.k8s.io", "EndpointSlice"):
         return validate_endpointslice(obj, old)
@@ -48,7 +55,8 @@ def validate(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None) 
         props = {k: v for k, v in ((rt.schema or {}).get("properties") or {}).items()
                  if k not in ("metadata", "apiVersion", "kind")}
         schema["properties"] = props
-        causes.extend(validate_value(obj, schema, "", old, old is not None, causes))
+        only = "status" if subresource == "status" else ""
+        causes.extend(validate_value(obj, schema, "", old, old is not None, causes, only))
     elif key == ("", "Pod"):
         causes.extend(kinds.validate_pod(obj))
         if old is not None:
@@ -60,6 +68,31 @@ def validate(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None) 
     elif key == ("events.k8s.io", "Event"):
         causes.extend(kinds.validate_events_v1(obj))
     return causes
+
+
+def strict_decoding_error(rt: ResourceType, unknown: list[str]) -> str:
+    """The 400 message of a fieldValidation=Strict write with unknown fields, as the decoder
+    words it; a custom resource's paths are sorted (the structural pruner sorts them), a
+    built-in's are in document order (the strict JSON decoder meets them in that order)."""
+    return (f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
+            "strict decoding error: " + ", ".join(
+                f'unknown field "{path}"' for path in _field_order(rt, unknown)))
+
+
+def unknown_field_warning(rt: ResourceType, unknown: list[str]) -> str:
+    """The ``Warning`` header of a fieldValidation=Warn write with unknown fields (one warning
+    per field, folded into one header line as HTTP allows)."""
+    return ", ".join(f'299 - "unknown field \\"{p}\\""' for p in _field_order(rt, unknown))
+
+
+def _field_order(rt: ResourceType, unknown: list[str]) -> list[str]:
+    return sorted(unknown) if rt.is_custom else unknown
+
+
+def stored_form(rt: ResourceType, obj: dict[str, Any]) -> None:
+    """Make an admitted object what storage gives back, in place (see module doc)."""
+    if rt.is_custom:
+        stored_numbers(obj)
 
 
 def apply_defaults(rt: ResourceType, obj: dict[str, Any]) -> None:

@@ -5,6 +5,10 @@ beyond int64 becomes a float64) and their ``field.Error`` causes print values wi
 (``%q`` for strings, ``%v`` for numbers, ``%#v`` otherwise), so a duplicate list-map key reads
 ``map[string]interface {}{"name":"a"}`` and a bound of a million reads ``1e+06``. Clients and
 humans read those messages; they must read the same here.
+
+A stored custom resource also goes through Go's JSON once more (encoded for etcd, decoded
+back), so an integral float64 within int64 comes back as an int64: ``80.0`` is served as ``80``
+(:func:`stored_numbers`).
 """
 
 from __future__ import annotations
@@ -81,3 +85,19 @@ def go_cause(reason: str, field: str, value: Any, detail: str) -> Cause:
     prints it."""
     return {"reason": reason, "message": f"Invalid value: {go_value(value)}: {detail}",
             "field": field}
+
+
+def stored_numbers(value: Any) -> Any:
+    """``value`` after Go's JSON round trip through storage, integral floats within int64 made
+    integers (``80.0`` -> ``80``, ``-0.0`` -> ``0``); changed in place where it is a container."""
+    if isinstance(value, float):
+        return int(value) if value.is_integer() and -_INT64 <= value < _INT64 else value
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(item, float | dict | list):
+                value[key] = stored_numbers(item)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            if isinstance(item, float | dict | list):
+                value[i] = stored_numbers(item)
+    return value

@@ -79,11 +79,21 @@ def apply_schema_defaults(value: Any, schema: dict[str, Any]) -> None:
 
 def validate_value(
     value: Any, schema: dict[str, Any], path: str, old: Any = None, has_old: bool = False,
-    prior: Sequence[e.Cause] = (),
+    prior: Sequence[e.Cause] = (), only: str = "",
 ) -> list[e.Cause]:
     """Causes for ``value`` in the real server's order; ``prior`` are earlier causes (ObjectMeta)
-    that count when deciding whether the CEL rules run."""
-    causes = _openapi(value, schema, path)
+    that count when deciding whether the CEL rules run.
+
+    ``only`` names the one property of the object a subresource write validates (``status``):
+    the OpenAPI checks then see that property alone, rooted at it, as the status strategy's
+    ``statusSchemaValidator`` does (``endpoints in body ...`` for the field
+    ``status.endpoints``, `` in body must be of type object`` for ``status`` itself); the
+    list-type and CEL checks still walk the whole object."""
+    if only:
+        causes = _openapi_of(value.get(only) if isinstance(value, dict) else None,
+                             _sub_schema(schema, only) or {}, _join(path, only))
+    else:
+        causes = _openapi(value, schema, path)
     causes.extend(list_type_errors(value, schema, path))
     if any(c["reason"] in BLOCKING for c in (*prior, *causes)):
         causes.append(e.invalid("<nil>", None, RULES_NOT_CHECKED))
@@ -92,29 +102,42 @@ def validate_value(
     return causes
 
 
-def _openapi(value: Any, schema: dict[str, Any], path: str) -> list[e.Cause]:
+def _openapi_of(value: Any, schema: dict[str, Any], field: str) -> list[e.Cause]:
+    """kube-openapi's errors for ``value`` validated on its own (its messages name paths from
+    it, with an empty root name), reported under ``field`` (``ValidateCustomResource``)."""
+    if value is None:  # absent (or a dropped null): the real server has nothing to check
+        return []
+    causes = _openapi(value, schema, "", root="")
+    for cause in causes:
+        sub = cause.get("field", "")
+        cause["field"] = f"{field}{sub}" if not sub or sub.startswith("[") else f"{field}.{sub}"
+    return causes
+
+
+def _openapi(value: Any, schema: dict[str, Any], path: str,
+             root: str = "<root>") -> list[e.Cause]:
     """kube-openapi's SchemaValidator: every validator that applies to the value's kind."""
     causes: list[e.Cause] = []
-    type_error = _type_error(value, schema, path)
+    type_error = _type_error(value, schema, path, root)
     if type_error is not None:
         causes.append(type_error)
     kind = json_type(value)
     if kind == "string":
-        causes.extend(_string(value, schema, path))
+        causes.extend(_string(value, schema, path, root))
         if not _format_ok(value, str(schema.get("format") or "")):
-            causes.append(_cause("FieldValueTypeInvalid", path, value, f"{path or '<root>'} in "
+            causes.append(_cause("FieldValueTypeInvalid", path, value, f"{path or root} in "
                                  f"body must be of type {schema['format']}: {go_value(value)}"))
     elif kind in ("integer", "number"):
-        causes.extend(_number(value, schema, path))
+        causes.extend(_number(value, schema, path, root))
     elif kind == "array":
-        causes.extend(_array(value, schema, path))
+        causes.extend(_array(value, schema, path, root))
     enum = schema.get("enum")
     if isinstance(enum, list) and enum and not _in_enum(value, enum):
         allowed = ", ".join(json.dumps(v if isinstance(v, str) else json.dumps(v)) for v in enum)
         causes.append({"reason": "FieldValueNotSupported", "message": f"Unsupported value: "
                        f"{go_value(value)}: supported values: {allowed}", "field": path})
     if kind == "object":
-        causes.extend(_object(value, schema, path))
+        causes.extend(_object(value, schema, path, root))
     return causes
 
 
@@ -136,13 +159,13 @@ def _is_float_int(value: Any) -> bool:
             and float(value).is_integer())
 
 
-def _type_error(value: Any, schema: dict[str, Any], path: str) -> e.Cause | None:
+def _type_error(value: Any, schema: dict[str, Any], path: str, root: str) -> e.Cause | None:
     """kube-openapi's typeValidator (a mismatch is a TypeInvalid cause; the value's own
     validators still run)."""
     types, fmt = _types(schema), schema.get("format") or ""
     if not types and not fmt:
         return None
-    shown = path or "<root>"
+    shown = path or root
 
     def mismatch(expected: str, got: str) -> e.Cause:
         return _cause("FieldValueTypeInvalid", path, got,
@@ -193,9 +216,9 @@ def _format_ok(value: str, fmt: str) -> bool:
     return match is not None and match[1] <= "23" and match[2] <= "59" and match[3] <= "59"
 
 
-def _string(value: str, schema: dict[str, Any], path: str) -> list[e.Cause]:
+def _string(value: str, schema: dict[str, Any], path: str, root: str) -> list[e.Cause]:
     """The first of maxLength, minLength and pattern that fails (kube-openapi stops there)."""
-    shown = path or "<root>"
+    shown = path or root
     if "maxLength" in schema and len(value) > schema["maxLength"]:
         return [e.too_long(path, schema["maxLength"])]
     if "minLength" in schema and len(value) < schema["minLength"]:
@@ -212,9 +235,9 @@ def _string(value: str, schema: dict[str, Any], path: str) -> list[e.Cause]:
     return []
 
 
-def _number(value: float, schema: dict[str, Any], path: str) -> list[e.Cause]:
+def _number(value: float, schema: dict[str, Any], path: str, root: str) -> list[e.Cause]:
     """multipleOf, minimum, maximum, in kube-openapi's order; bounds print as Go float64s."""
-    shown = path or "<root>"
+    shown = path or root
     number = float(value) if json_type(value) == "number" else value
     causes: list[e.Cause] = []
     factor = schema.get("multipleOf")
@@ -237,9 +260,9 @@ def _number(value: float, schema: dict[str, Any], path: str) -> list[e.Cause]:
     return causes
 
 
-def _array(value: list[Any], schema: dict[str, Any], path: str) -> list[e.Cause]:
+def _array(value: list[Any], schema: dict[str, Any], path: str, root: str) -> list[e.Cause]:
     """Items first, then minItems and maxItems."""
-    shown = path or "<root>"
+    shown = path or root
     causes: list[e.Cause] = []
     items = schema.get("items")
     if isinstance(items, dict):
@@ -253,10 +276,11 @@ def _array(value: list[Any], schema: dict[str, Any], path: str) -> list[e.Cause]
     return causes
 
 
-def _object(value: dict[str, Any], schema: dict[str, Any], path: str) -> list[e.Cause]:
+def _object(value: dict[str, Any], schema: dict[str, Any], path: str,
+            root: str) -> list[e.Cause]:
     """min/maxProperties, additionalProperties (key order), properties (name order),
     required."""
-    shown = path or "<root>"
+    shown = path or root
     causes: list[e.Cause] = []
     if "minProperties" in schema and len(value) < schema["minProperties"]:
         causes.append(_cause("FieldValueInvalid", path, len(value), f"{shown} in body should "
