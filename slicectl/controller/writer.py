@@ -10,28 +10,37 @@ is old: the writer reads that slice, recomputes the patch against it and retries
 times), instead of failing the whole sync and sleeping. Deletes carry a UID precondition so a
 slice recreated under the same name is never deleted by mistake.
 
-Before every write it asks ``may_write()``: a replica that is no longer sure it leads stops
-mid-plan rather than racing the new leader.
+Every write passes the write gate twice: before it is built (a replica that is no longer sure
+it leads stops mid-plan rather than racing the new leader) and, through the client's ``guard``,
+right before it is sent, after any rate-limiter wait or 429 pause.
+
+A create whose outcome is unknown (the connection broke, a timeout, a 5xx, a cancellation while
+the request was out) may have landed: the tracker is told before the request goes out and only
+cleared by a definite answer, so the next sync looks at the server before creating again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from slicectl.controller.tracker import SliceTracker
+from slicectl.election.gate import NotLeading, WriteGate, as_gate, guard_for
 from slicectl.kube.client import KubeClient
-from slicectl.kube.errors import AlreadyExists, Conflict, NotFound
+from slicectl.kube.errors import AlreadyExists, ApiError, Conflict, NotFound, ServerError
 from slicectl.kube.resources import ENDPOINTSLICES
 from slicectl.model.parse import parse_slice
 from slicectl.model.records import SelectorRecord, SliceRecord
 from slicectl.reconcile import Plan, SliceUpdate, new_slice_body, slice_patch
 
 CONFLICT_RETRIES = 3
+__all__ = ["NotLeading", "SliceVanished", "SliceWriter", "WriteResult"]
 
 
-class NotLeading(Exception):
-    """This replica may not write: leadership was lost or is uncertain."""
+def _refused(exc: BaseException) -> bool:
+    """True when the server definitely did not apply the request (a 4xx answer)."""
+    return isinstance(exc, (ApiError, NotLeading)) and not isinstance(exc, ServerError)
 
 
 class SliceVanished(Exception):
@@ -55,15 +64,33 @@ class SliceWriter:
         self,
         client: KubeClient,
         tracker: SliceTracker,
-        may_write: Callable[[], bool] = lambda: True,
+        may_write: WriteGate | Callable[[], bool] | None = None,
     ) -> None:
         self._client = client
         self._tracker = tracker
-        self._may_write = may_write
+        self._gate = as_gate(may_write)
+        self._guard = guard_for(self._gate)
 
     def _check(self) -> None:
-        if not self._may_write():
-            raise NotLeading("not the leader (or leadership uncertain): writes stopped")
+        self._guard()
+
+    async def live_slices(self, namespace: str, label_selector: str) -> list[SliceRecord]:
+        """The slices the server holds now (a consistent read), not the cache's view."""
+        items, _ = await self._client.list(ENDPOINTSLICES, namespace,
+                                           label_selector=label_selector)
+        return [parse_slice(raw) for raw in items]
+
+    async def _create(self, key: str, body: dict[str, Any], ns: str) -> dict[str, Any]:
+        """One create; the tracker holds an "outcome unknown" mark until a definite answer."""
+        self._tracker.create_started(key)
+        try:
+            raw = await self._client.create(ENDPOINTSLICES, body, ns, guard=self._guard)
+        except BaseException as exc:
+            if _refused(exc):
+                self._tracker.create_settled(key)
+            raise
+        self._tracker.create_settled(key)
+        return raw
 
     async def apply(
         self, key: str, selector: SelectorRecord, plan: Plan, trigger_time: str | None,
@@ -76,9 +103,9 @@ class SliceWriter:
             self._check()
             body = new_slice_body(selector, spec, trigger_time)
             try:
-                raw = await self._client.create(ENDPOINTSLICES, body, ns)
+                raw = await self._create(key, body, ns)
             except AlreadyExists:  # generateName collision: the server picked a taken name
-                raw = await self._client.create(ENDPOINTSLICES, body, ns)
+                raw = await self._create(key, body, ns)
             created = parse_slice(raw)
             self._tracker.wrote(key, created.uid, created.generation)
             result.created.append(created)
@@ -90,7 +117,8 @@ class SliceWriter:
             self._check()
             try:
                 await self._client.delete(
-                    ENDPOINTSLICES, old.name, ns, preconditions={"uid": old.uid}
+                    ENDPOINTSLICES, old.name, ns, preconditions={"uid": old.uid},
+                    guard=self._guard,
                 )
             except NotFound:
                 continue  # already gone: nothing to wait for
@@ -115,7 +143,8 @@ class SliceWriter:
             patch = slice_patch(selector, current, trigger_time)
             try:
                 raw = await self._client.patch(
-                    ENDPOINTSLICES, current.existing.name, patch, ns, patch_type="merge"
+                    ENDPOINTSLICES, current.existing.name, patch, ns, patch_type="merge",
+                    guard=self._guard,
                 )
             except NotFound:
                 raise SliceVanished(f"{current.existing.key} was deleted meanwhile") from None

@@ -14,7 +14,12 @@ Decisions, matching ``k8s.io/client-go/tools/leaderelection``:
   steps down. ``renew_deadline < lease_duration`` is enforced, so it stops leading before any
   standby may consider the Lease expired. :meth:`LeaderElector.check_leading` is the cheap gate
   for writes: True only while the last successful renewal (timed from when its request was SENT,
-  the conservative end) is younger than ``renew_deadline``.
+  the conservative end) is younger than ``renew_deadline``. The elector is the controller's
+  :class:`~slicectl.election.gate.WriteGate`: ``may_write`` is ``check_leading`` and
+  ``wait_writable`` parks a worker until a renewal makes it true again.
+* One attempt that fails in an unexpected way (a non-JSON 200 body from a proxy, a Lease with
+  a field of the wrong type) is a failed attempt, logged with its traceback, never the end of
+  the campaign: the next retry period tries again.
 * :meth:`LeaderElector.release` is client-go's ReleaseOnCancel: holder cleared,
   ``leaseDurationSeconds=1``, so a standby takes over on its next retry. Cancelling
   :meth:`LeaderElector.run` does NOT release (that is what a SIGKILL looks like to the others).
@@ -94,6 +99,7 @@ class LeaderElector:
         self._renewed_at: float | None = None  # our clock, send time of the last good write
         self._lock = asyncio.Lock()  # one Lease write at a time (renew vs release)
         self._stopped = asyncio.Event()
+        self._renewed = asyncio.Event()  # set by every successful write of our own lease
 
     # -- public state --------------------------------------------------------------------------
 
@@ -114,6 +120,15 @@ class LeaderElector:
             and renewed is not None
             and self._clock() - renewed < self.renew_deadline
         )
+
+    def may_write(self) -> bool:
+        return self.check_leading()
+
+    async def wait_writable(self) -> None:
+        """Park until :meth:`check_leading` holds (a renewal or a new term)."""
+        while not self.check_leading():
+            self._renewed.clear()
+            await self._renewed.wait()
 
     # -- loop ----------------------------------------------------------------------------------
 
@@ -181,6 +196,7 @@ class LeaderElector:
             return
         if leading:
             self.leading.set()
+            self._renewed.set()  # wake parked writers: check_leading() holds from now
         else:
             self.leading.clear()
             self._renewed_at = None
@@ -190,6 +206,16 @@ class LeaderElector:
     # -- one attempt ---------------------------------------------------------------------------
 
     async def _try_acquire_or_renew(self) -> bool:
+        try:
+            return await self._attempt()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("lease %s/%s attempt failed unexpectedly; retrying",
+                          self.namespace, self.name)
+            return False
+
+    async def _attempt(self) -> bool:
         async with self._lock:
             if self._stopped.is_set():
                 return False
@@ -286,6 +312,7 @@ class LeaderElector:
         self._observed_at = self._clock()
         if self._observed_spec.get("holderIdentity") == self.identity:
             self._renewed_at = sent
+            self._renewed.set()
 
     # -- release -------------------------------------------------------------------------------
 
