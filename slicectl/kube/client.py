@@ -8,6 +8,13 @@ expires, and watch streams read line by line with an inactivity watchdog.
 
 Connection failures are not wrapped: callers see ``aiohttp.ClientError`` / ``OSError`` /
 ``TimeoutError``. A stalled watch raises :class:`~slicectl.kube.errors.WatchStalled`.
+
+Writes can carry a ``guard``: a callable run right before each send (after the rate-limiter
+wait, and again before every 429 resend) that raises to stop the request, so a write that had
+to wait is never sent once the caller may no longer write (leader election).
+
+The credential never leaves this module in text: error messages built from a server's answer
+(a proxy may echo the ``Authorization`` header) and logged watch lines are redacted.
 """
 
 from __future__ import annotations
@@ -26,13 +33,20 @@ import orjson
 import structlog
 
 from slicectl.kube.config import Connection, load_connection
-from slicectl.kube.errors import ApiError, Gone, TooManyRequests, Unauthorized, WatchStalled
-from slicectl.kube.errors import error_for as _error_for
+from slicectl.kube.errors import (
+    ApiError,
+    Gone,
+    TooManyRequests,
+    Unauthorized,
+    WatchStalled,
+    error_for,
+)
 from slicectl.kube.ratelimit import TokenBucket
 from slicectl.kube.resources import Resource, request_labels
 from slicectl.kube.watch import MAX_LINE_BYTES, WatchEvent, decode_event
 
 RequestHook = Callable[[str, str, int, float], None]  # (verb, resource, status or 0, seconds)
+Guard = Callable[[], None]  # raises to stop a request before it is sent
 
 _log = structlog.get_logger()
 _MAX_429_RETRIES = 10
@@ -85,8 +99,12 @@ class KubeClient:
         context: str | None = None,
         settings: ClientSettings = ClientSettings(),
         on_request: RequestHook | None = None,
+        *,
+        insecure_skip_tls_verify: bool = False,
     ) -> KubeClient:
-        return cls(await load_connection(kubeconfig, context), settings, on_request)
+        conn = await load_connection(kubeconfig, context,
+                                     insecure_skip_tls_verify=insecure_skip_tls_verify)
+        return cls(conn, settings, on_request)
 
     def __repr__(self) -> str:
         return f"KubeClient({self._conn!r})"
@@ -188,43 +206,46 @@ class KubeClient:
                     raise WatchStalled(f"watch {path} idle for {inactivity_timeout}s") from exc
                 if not line:
                     return
-                event = decode_event(line, self._malformed)
+                try:
+                    event = decode_event(line, self._malformed)
+                except ApiError as exc:
+                    raise self._scrub(exc) from None
                 if event is not None:
                     yield event
 
     async def create(
         self, res: Resource, body: dict[str, Any], namespace: str | None = None, *,
-        background: bool = False,
+        background: bool = False, guard: Guard | None = None,
     ) -> dict[str, Any]:
         result: dict[str, Any] = await self.request(
-            "POST", res.path(namespace), json=body, background=background)
+            "POST", res.path(namespace), json=body, background=background, guard=guard)
         return result
 
     async def patch(
         self, res: Resource, name: str, patch: dict[str, Any] | builtins.list[Any],
         namespace: str | None = None, *, subresource: str | None = None,
         patch_type: Literal["merge", "json", "strategic"] = "merge",
-        field_manager: str | None = None, background: bool = False,
+        field_manager: str | None = None, background: bool = False, guard: Guard | None = None,
     ) -> dict[str, Any]:
         params = {"fieldManager": field_manager} if field_manager else None
         result: dict[str, Any] = await self.request(
             "PATCH", res.path(namespace, name, subresource), params=params, json=patch,
-            content_type=_PATCH_TYPES[patch_type], background=background,
+            content_type=_PATCH_TYPES[patch_type], background=background, guard=guard,
         )
         return result
 
     async def replace(
         self, res: Resource, name: str, body: dict[str, Any], namespace: str | None = None, *,
-        subresource: str | None = None,
+        subresource: str | None = None, guard: Guard | None = None,
     ) -> dict[str, Any]:
         path = res.path(namespace, name, subresource)
-        result: dict[str, Any] = await self.request("PUT", path, json=body)
+        result: dict[str, Any] = await self.request("PUT", path, json=body, guard=guard)
         return result
 
     async def delete(
         self, res: Resource, name: str, namespace: str | None = None, *,
         preconditions: dict[str, Any] | None = None, propagation_policy: str | None = None,
-        grace_period_seconds: int | None = None,
+        grace_period_seconds: int | None = None, guard: Guard | None = None,
     ) -> dict[str, Any] | None:
         options: dict[str, Any] | None = None
         if preconditions or propagation_policy or grace_period_seconds is not None:
@@ -235,18 +256,20 @@ class KubeClient:
                 options["propagationPolicy"] = propagation_policy
             if grace_period_seconds is not None:
                 options["gracePeriodSeconds"] = grace_period_seconds
-        result = await self.request("DELETE", res.path(namespace, name), json=options)
+        result = await self.request("DELETE", res.path(namespace, name), json=options,
+                                    guard=guard)
         return result if isinstance(result, dict) else None
 
     async def request(
         self, method: str, path: str, *, params: dict[str, str] | None = None,
         json: Any = None, content_type: str | None = None, headers: dict[str, str] | None = None,
-        background: bool = False,
+        background: bool = False, guard: Guard | None = None,
     ) -> Any:
         """Send one request (retrying 429s and one 401); the decoded body, or a typed error.
 
         ``background`` requests (status, Events) only spend rate-limit tokens the bucket can
-        spare, so they never delay foreground requests (slice writes).
+        spare, so they never delay foreground requests (slice writes). ``guard`` runs right
+        before every send (after the rate-limiter wait) and stops the request by raising.
         """
         hdrs = {"Accept": _JSON, **(headers or {})}
         data = None
@@ -258,6 +281,8 @@ class KubeClient:
         while True:
             await (self._limiter.acquire_spare() if background else self._limiter.acquire())
             await self._authorize(hdrs)
+            if guard is not None:
+                guard()
             started = time.monotonic()
             try:
                 async with self._session.request(
@@ -316,11 +341,25 @@ class KubeClient:
             except ValueError:
                 retry_after = None
         text = raw[:200].decode("utf-8", "replace") if body is None else resp.reason or ""
-        return _error_for(resp.status, body, retry_after, text)
+        return self._scrub(error_for(resp.status, body, retry_after, text))
+
+    def _scrub(self, error: ApiError) -> ApiError:
+        """The same error with the credential redacted from every text it carries."""
+        redact = self._conn.redact
+        text = str(error)
+        if redact(text) == text and redact(repr(error.body)) == repr(error.body):
+            return error
+        body = error.body
+        if body is not None:
+            body = orjson.loads(redact(orjson.dumps(body).decode()))
+        clean = type(error)(error.status, redact(error.reason), redact(error.message), body,
+                            error.retry_after)
+        return clean
 
     def _malformed(self, line: bytes, why: str) -> None:
         self.malformed_lines += 1
-        _log.warning("watch_line_skipped", reason=why, line=line.decode("utf-8", "replace"))
+        text = self._conn.redact(line.decode("utf-8", "replace"))
+        _log.warning("watch_line_skipped", reason=self._conn.redact(why), line=text)
 
 
 def _selectors(label_selector: str | None, field_selector: str | None) -> dict[str, str]:
