@@ -109,6 +109,7 @@ class Informer(Generic[T]):
         handler: InformerHandler[T] | None = None,
         backoff_initial: float = 0.8,
         backoff_max: float = 30.0,
+        on_listed: Callable[[float], None] | None = None,
     ) -> None:
         self._client = client
         self._resource = resource
@@ -124,6 +125,7 @@ class Informer(Generic[T]):
         self._handler = handler
         self._backoff_initial = backoff_initial
         self._backoff_max = backoff_max
+        self._on_listed = on_listed  # called after each LIST with the time.monotonic() it began
         self._rv: str | None = None
         self._malformed_seen: dict[str, str] = {}
         self.store: Store[T] = Store()
@@ -185,6 +187,7 @@ class Informer(Generic[T]):
         return ceiling * random.uniform(0.5, 1.0)
 
     async def _relist(self) -> None:
+        started = time.monotonic()
         items, rv = await self._client.list(
             self._resource,
             self._namespace,
@@ -223,6 +226,11 @@ class Informer(Generic[T]):
             self._notify("DELETED", old_record, None)
         for previous, record in changed:
             self._notify("ADDED" if previous is None else "MODIFIED", previous, record)
+        if self._on_listed is not None:
+            try:
+                self._on_listed(started)
+            except Exception:
+                self._log.exception("informer_listed_hook_failed")
 
     async def _watch(self, rv: str | None) -> bool:
         """Watch from ``rv`` until the stream ends; True when any event arrived."""

@@ -6,9 +6,15 @@ index and adds keys to the queue — no listing, no scanning of every selector:
 * a **pod** event finds its selectors through the inverted :class:`SelectorIndex`, filtered by
   the upstream rule (a pure relabel syncs only the selectors the pod entered or left) and is
   delayed by ``--batch-period`` so bursts coalesce;
-* a **selector** event syncs that selector at once;
-* a **slice** event syncs its selector only when the tracker says it was not our own write
-  (an edit or a deletion by someone else);
+* a **selector** event syncs that selector at once. A selector that turns invalid stays indexed
+  under its last valid spec (same uid), so pod events keep reaching it and its slices keep
+  following that spec's pods (see :mod:`slicectl.controller.sync`); :meth:`Router.selector`
+  hands the syncer that spec together with the current error;
+* a **slice** event syncs its selector when the tracker says it was not our own write
+  (an edit or a deletion by someone else), or when that selector's sync is waiting for the
+  cache to show its own writes (the echo it waited for has come);
+* a **relist** of slices settles the tracker's expectations and syncs the selectors whose
+  slices vanished while no watch was open;
 * a **node** event whose zone changed syncs the selectors of the pods on that node.
 
 Queue keys are ``<api group>/<namespace>/<name>`` so two selector flavours with the same name in
@@ -19,6 +25,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 
 from slicectl.cache.index import PodIndex, SelectorIndex, selectors_to_sync
 from slicectl.controller.queue import WorkQueue
@@ -60,8 +67,18 @@ class Router:
         self._pods_by_node: dict[str, dict[str, PodRecord]] = {}  # node -> pod key -> pod
         self._slices: dict[str, dict[str, SliceRecord]] = {}  # selector key -> slice uid -> slice
         self._slice_keys: dict[str, tuple[str, ...]] = {}  # slice uid -> selector keys
+        self._invalid: dict[str, str] = {}  # selector key -> why its current spec is invalid
 
     # -- reads for the syncer ---------------------------------------------------------------
+
+    def selector(self, key: str) -> SelectorRecord | None:
+        """The selector as the syncer sees it: an invalid one carries its last valid spec (if
+        this process saw one) in ``selector``/``ports``/``ip_families`` and its ``error``."""
+        record = self.selectors.get(key)
+        error = self._invalid.get(key)
+        if record is None or error is None or record.error is not None:
+            return record
+        return replace(record, error=error)
 
     def slices_of(self, key: str) -> Iterable[SliceRecord]:
         return self._slices.get(key, {}).values()
@@ -103,12 +120,25 @@ class Router:
 
     # -- selectors --------------------------------------------------------------------------
 
-    def selector_added(self, new: SelectorRecord) -> None:
+    def _index_selector(self, new: SelectorRecord) -> None:
+        key = record_key(new)
+        if new.error is None:
+            self._invalid.pop(key, None)
+            self.selectors.add(new)
+            return
+        self._invalid[key] = new.error
+        last = self.selectors.get(key)
+        if last is not None and last.uid == new.uid and last.error is None:
+            new = replace(new, selector=last.selector, ip_families=last.ip_families,
+                          ports=last.ports, error=None)  # still matches its last valid pods
         self.selectors.add(new)
+
+    def selector_added(self, new: SelectorRecord) -> None:
+        self._index_selector(new)
         self._enqueue([record_key(new)], 0.0)
 
     def selector_updated(self, old: SelectorRecord, new: SelectorRecord) -> None:
-        self.selectors.add(new)
+        self._index_selector(new)
         # Status writes (ours) change neither: they need no sync.
         if (old.generation, old.labels, old.deleting, old.uid, old.error) != (
             new.generation, new.labels, new.deleting, new.uid, new.error
@@ -117,6 +147,7 @@ class Router:
 
     def selector_deleted(self, old: SelectorRecord) -> None:
         self.selectors.remove(record_key(old))
+        self._invalid.pop(record_key(old), None)
         self._enqueue([record_key(old)], 0.0)
 
     # -- slices -----------------------------------------------------------------------------
@@ -147,9 +178,13 @@ class Router:
                     del self._slices[key]
         return keys
 
+    def _wake_waiting(self, keys: Iterable[str]) -> None:
+        self._enqueue([k for k in keys if self.tracker.take_waiting(k)], 0.0)
+
     def slice_added(self, new: SliceRecord) -> None:
         keys = self._store_slice(new)
         self._enqueue([k for k in keys if self.tracker.observe(k, new)], self.batch_period)
+        self._wake_waiting(keys)
 
     def slice_updated(self, old: SliceRecord, new: SliceRecord) -> None:
         before = self._slice_keys.get(old.uid, ())
@@ -159,10 +194,17 @@ class Router:
             self.tracker.observe_deletion(key, old.uid)
         changed = [k for k in keys if self.tracker.observe(k, new)]
         self._enqueue([*changed, *moved], self.batch_period)
+        self._wake_waiting(keys)
 
     def slice_deleted(self, old: SliceRecord) -> None:
         keys = self._drop_slice(old.uid) or self._keys_for_slice(old)
         self._enqueue([k for k in keys if self.tracker.observe_deletion(k, old.uid)], 0.0)
+        self._wake_waiting(keys)
+
+    def slices_relisted(self, namespace: str | None, listed_at: float) -> None:
+        """A relist of slices (in ``namespace``, or all) started at ``listed_at`` completed."""
+        present = self._slice_keys.keys()
+        self._enqueue(self.tracker.reconcile_relist(present, listed_at, namespace), 0.0)
 
     # -- nodes ------------------------------------------------------------------------------
 

@@ -11,6 +11,18 @@ server returned it) and marks the slices it deleted. That answers three question
   seen, an update at an older generation, a deletion still listed), planning from the cache
   would write again — the classic duplicate-create race. The sync waits for the cache instead.
 
+Expectations never wedge a selector:
+
+* a create whose answer never came (connection reset, timeout, 5xx, cancellation) leaves an
+  *outcome unknown* mark; the next sync reads the selector's slices from the server
+  (:meth:`resolve_unknown_creates`) and waits for the cache to show any it did not know, instead
+  of creating a duplicate;
+* a relist is the truth as of when it started (:meth:`reconcile_relist`): an expectation
+  recorded before the LIST was sent and not borne out by it (our slice was deleted in a watch
+  gap that ended in 410, so no deletion event will ever come) is dropped and its selector synced;
+* any expectation older than ``ttl`` is dropped (logged): the watchdog and relists should have
+  settled it long before, so waiting longer would only keep the selector from being served.
+
 After a restart the tracker is empty; :meth:`observe` seeds it from the slices the cache holds,
 so an external deletion of a slice nobody has written since the restart is still repaired
 (the gap the upstream mirroring controller had).
@@ -18,36 +30,80 @@ so an external deletion of a slice nobody has written since the restart is still
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Collection, Iterable
+
+import structlog
 
 from slicectl.model.records import SliceRecord
 
+log = structlog.get_logger("slicectl.tracker")
+
 _DELETED = -1
+EXPECTATION_TTL = 300.0  # longer than the default watch watchdog (120 s) plus a relist
 
 
 class SliceTracker:
-    def __init__(self) -> None:
-        self._by_selector: dict[str, dict[str, int]] = {}
+    def __init__(
+        self, ttl: float = EXPECTATION_TTL, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._by_selector: dict[str, dict[str, tuple[int, float]]] = {}  # uid -> (gen, when)
+        self._unknown_creates: dict[str, int] = {}  # selector -> creates of unknown outcome
+        self._waiting: set[str] = set()  # selectors whose sync waits for the cache
+        self._ttl = ttl
+        self._clock = clock
+
+    # -- our writes ----------------------------------------------------------------------
 
     def wrote(self, selector_key: str, uid: str, generation: int) -> None:
         """Record a create or update acknowledged by the server."""
-        self._by_selector.setdefault(selector_key, {})[uid] = generation
+        self._by_selector.setdefault(selector_key, {})[uid] = (generation, self._clock())
 
     def deleted(self, selector_key: str, uid: str) -> None:
         """Record a delete acknowledged by the server; its watch event is now expected."""
-        self._by_selector.setdefault(selector_key, {})[uid] = _DELETED
+        self._by_selector.setdefault(selector_key, {})[uid] = (_DELETED, self._clock())
+
+    def create_started(self, selector_key: str) -> None:
+        """A create is about to be sent: its outcome is unknown until it is settled."""
+        self._unknown_creates[selector_key] = self._unknown_creates.get(selector_key, 0) + 1
+
+    def create_settled(self, selector_key: str) -> None:
+        """The create was answered (created, or definitely refused)."""
+        left = self._unknown_creates.get(selector_key, 0) - 1
+        if left > 0:
+            self._unknown_creates[selector_key] = left
+        else:
+            self._unknown_creates.pop(selector_key, None)
+
+    def has_unknown_creates(self, selector_key: str) -> bool:
+        return selector_key in self._unknown_creates
+
+    def resolve_unknown_creates(self, selector_key: str, live: Iterable[SliceRecord]) -> int:
+        """Settle unknown creates against the server's slices; returns how many were unknown
+        slices (now expected in the cache)."""
+        gens = self._by_selector.setdefault(selector_key, {})
+        found = 0
+        now = self._clock()
+        for s in live:
+            if s.uid not in gens:
+                gens[s.uid] = (s.generation, now)
+                found += 1
+        self._unknown_creates.pop(selector_key, None)
+        return found
+
+    # -- watch events --------------------------------------------------------------------
 
     def observe(self, selector_key: str, slice_: SliceRecord) -> bool:
         """A slice add/update event: seed or compare. True when the selector must sync."""
         gens = self._by_selector.setdefault(selector_key, {})
         known = gens.get(slice_.uid)
         if known is None:
-            gens[slice_.uid] = slice_.generation
+            gens[slice_.uid] = (slice_.generation, self._clock())
             return True
-        if known == _DELETED:
+        if known[0] == _DELETED:
             return False  # an update racing our delete; the delete event follows
-        if slice_.generation > known:
-            gens[slice_.uid] = slice_.generation
+        if slice_.generation > known[0]:
+            gens[slice_.uid] = (slice_.generation, self._clock())
             return True
         return False
 
@@ -55,26 +111,71 @@ class SliceTracker:
         """A slice delete event. True when it was not ours, so the selector must sync."""
         gens = self._by_selector.get(selector_key)
         known = gens.pop(uid, None) if gens is not None else None
-        return known != _DELETED
+        return known is None or known[0] != _DELETED
+
+    def reconcile_relist(
+        self, present: Collection[str], listed_at: float, namespace: str | None = None
+    ) -> set[str]:
+        """A relist of slices started at ``listed_at`` found the uids ``present``.
+
+        Every expectation recorded before the LIST was sent is settled by its result: a slice
+        we expected that is absent was deleted (no event will ever say so), a deletion we
+        expected is done. Returns the selectors whose slices vanished, to be synced.
+        """
+        to_sync: set[str] = set()
+        for key, gens in self._by_selector.items():
+            if namespace is not None and key.split("/")[1] != namespace:
+                continue
+            for uid, (gen, when) in list(gens.items()):
+                if when <= listed_at and uid not in present:
+                    del gens[uid]
+                    if gen != _DELETED:
+                        to_sync.add(key)
+        return to_sync
+
+    # -- the stale-cache question ----------------------------------------------------------
 
     def stale(self, selector_key: str, cached: Iterable[SliceRecord]) -> bool:
         """True when the cache does not yet reflect every write recorded for the selector."""
         gens = self._by_selector.get(selector_key)
         if not gens:
             return False
+        self._expire(selector_key, gens)
         seen: set[str] = set()
         for s in cached:
             seen.add(s.uid)
             known = gens.get(s.uid)
             if known is None:
                 continue
-            if known == _DELETED or known > s.generation:
+            if known[0] == _DELETED or known[0] > s.generation:
                 return True
-        return any(gen != _DELETED and uid not in seen for uid, gen in gens.items())
+        return any(gen != _DELETED and uid not in seen for uid, (gen, _) in gens.items())
+
+    def _expire(self, selector_key: str, gens: dict[str, tuple[int, float]]) -> None:
+        oldest = self._clock() - self._ttl
+        expired = [uid for uid, (_, when) in gens.items() if when < oldest]
+        for uid in expired:
+            del gens[uid]
+        if expired:
+            log.warning("slice expectations expired; trusting the cache", selector=selector_key,
+                        slices=len(expired), ttl=self._ttl)
+
+    def wait_for_cache(self, selector_key: str) -> None:
+        """The selector's sync waits: the next slice event for it should sync it."""
+        self._waiting.add(selector_key)
+
+    def take_waiting(self, selector_key: str) -> bool:
+        """True (once) if the selector was waiting for the cache."""
+        if selector_key in self._waiting:
+            self._waiting.discard(selector_key)
+            return True
+        return False
 
     def forget(self, selector_key: str) -> None:
         """The selector is gone: its slices are the garbage collector's now."""
         self._by_selector.pop(selector_key, None)
+        self._unknown_creates.pop(selector_key, None)
+        self._waiting.discard(selector_key)
 
     def tracked(self, selector_key: str) -> dict[str, int]:
-        return dict(self._by_selector.get(selector_key, {}))
+        return {uid: gen for uid, (gen, _) in self._by_selector.get(selector_key, {}).items()}

@@ -1,0 +1,70 @@
+"""Issue 8, item 8: a create whose response is lost must not produce a duplicate slice.
+
+The server applies the create, the answer never reaches the controller (a connection reset
+after the request was processed), and the watch is slow to show the new slice. The retry must
+not create a second slice for the same endpoints.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import aiohttp
+import pytest
+
+from tests.integration.client_faults import ClientFaults
+from tests.integration.conftest import Cluster
+from tests.integration.support import (
+    ESEL,
+    create_pod,
+    ensure_node,
+    options,
+    running_controller,
+    selector_body,
+    slices_of,
+    wait_until,
+)
+
+pytestmark = pytest.mark.embedded_only
+
+
+async def test_lost_create_response_makes_no_duplicate(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    c = cluster
+    assert c.server is not None
+    server = c.server
+    await ensure_node(c.client, "node-a", "zone-a")
+    for i in range(3):
+        await create_pod(c.client, c.namespace, f"web-{i}", f"10.70.0.{i + 1}", {"app": "web"})
+    faults = ClientFaults(monkeypatch)
+    lost = [0]
+
+    async def stall_watches_first(method: str, path: str) -> None:
+        if method == "POST" and path.endswith("/endpointslices") and lost[0] == 0:
+            server.faults.stall_watches(4.0)  # the watch shows the slice only much later
+
+    async def lose_first_answer(method: str, path: str) -> None:
+        if method == "POST" and path.endswith("/endpointslices") and lost[0] == 0:
+            lost[0] += 1
+            raise aiohttp.ServerDisconnectedError("injected: response lost after the write")
+
+    faults.before.append(stall_watches_first)
+    faults.after.append(lose_first_answer)
+    async with running_controller(options(c.kubeconfig, c.namespace)):
+        server.reset_counts()
+        await c.client.create(ESEL, selector_body("web", {"app": "web"}), c.namespace)
+
+        async def served() -> bool:
+            slices = await slices_of(c.client, c.namespace, "web")
+            return sum(len(s["endpoints"]) for s in slices) >= 3
+
+        await wait_until(served, what="the selector served")
+        await asyncio.sleep(6.0)  # past the stall: any duplicate has been written by now
+        slices = await slices_of(c.client, c.namespace, "web")
+        names = [ep["targetRef"]["name"] for s in slices for ep in s["endpoints"]]
+        assert lost[0] == 1
+        created = server.request_counts(verb="POST", resource="endpointslices", code=201)
+        assert created == 1, f"{created} slices created for one slice's worth of endpoints"
+        assert len(slices) == 1, f"duplicate slices: {[s['metadata']['name'] for s in slices]}"
+        assert sorted(names) == ["web-0", "web-1", "web-2"]

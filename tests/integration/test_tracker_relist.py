@@ -1,0 +1,66 @@
+"""Issue 8, item 9: a relist reconciles the tracker's expectations.
+
+slicectl creates a slice while its slice watch is in a gap; someone deletes that slice; the gap
+ends in 410 Gone and a relist that does not show the slice (and reports no deletion: the cache
+never had it). The selector must not wait forever for a slice that no longer exists.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from slicectl.kube.resources import ENDPOINTSLICES
+from tests.integration.client_faults import ClientFaults
+from tests.integration.conftest import Cluster
+from tests.integration.support import (
+    ESEL,
+    create_pod,
+    ensure_node,
+    options,
+    running_controller,
+    selector_body,
+    slices_of,
+    wait_until,
+)
+
+pytestmark = pytest.mark.embedded_only
+HTTP = [{"name": "http", "protocol": "TCP", "targetPort": "http"}]
+
+
+async def test_slice_deleted_in_a_watch_gap_ending_in_410_does_not_wedge_the_selector(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    c = cluster
+    assert c.server is not None
+    await ensure_node(c.client, "node-a", "zone-a")
+    await create_pod(c.client, c.namespace, "web-0", "10.80.0.1", {"app": "web"})
+    await c.client.create(ESEL, selector_body("web", {"app": "web"}, ports=HTTP), c.namespace)
+    faults = ClientFaults(monkeypatch)
+    async with running_controller(options(c.kubeconfig, c.namespace, batch_period=0.0)):
+        async def names() -> set[str]:
+            return {ep["targetRef"]["name"] for s in await slices_of(c.client, c.namespace, "web")
+                    for ep in s["endpoints"]}
+
+        async def first() -> bool:
+            return await names() == {"web-0"}
+
+        await wait_until(first, what="initial sync")
+        faults.open_gap("endpointslices")
+        # A pod without the named port goes to a slice of its own port set: a create.
+        await create_pod(c.client, c.namespace, "web-1", "10.80.0.2", {"app": "web"},
+                         port_name="metrics")
+
+        async def created() -> bool:
+            return len(await slices_of(c.client, c.namespace, "web")) == 2
+
+        await wait_until(created, what="the second slice created during the gap")
+        for s in await slices_of(c.client, c.namespace, "web"):
+            if any(ep["targetRef"]["name"] == "web-1" for ep in s["endpoints"]):
+                await c.client.delete(ENDPOINTSLICES, s["metadata"]["name"], c.namespace)
+        c.server.faults.compact()  # the gap ends in 410 Gone: the informer must relist
+        faults.close_gap("endpointslices")
+
+        async def repaired() -> bool:
+            return await names() == {"web-0", "web-1"}
+
+        await wait_until(repaired, what="the deleted slice recreated after the relist")
