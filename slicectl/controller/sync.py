@@ -2,15 +2,25 @@
 
 This is the imperative shell around :func:`slicectl.reconcile.plan`. It decides nothing about
 slices itself; it only gathers inputs from the caches, refuses to plan from a cache that lags
-behind our own writes (the tracker's *stale* check), hands the plan to the writer, and then
-reports the outcome: metrics, the selector's status (under its write budget) and Warning events.
+behind our own writes (the tracker's *stale* check, preceded by a read of the server's slices
+when a create of ours has an unknown outcome), hands the plan to the writer, and then reports
+the outcome: metrics, the selector's status (under its write budget) and Warning events.
+
+**A selector that becomes invalid** (the core and Gateway API flavours have no CEL to stop it)
+keeps being served with the *last valid spec* this process saw for it (same uid), with fresh pod
+data: deleted pods leave its slices, pods that spec selects join them, readiness is kept
+current; only the status says Ready=False/InvalidSpec (with a Warning event). Freezing the
+slices would send traffic to whatever reuses a deleted pod's IP. When no valid spec was seen
+(the process started while the selector was invalid), its existing slices are emptied to the
+placeholder ("no endpoints") rather than left listing pods nobody checks any more; a selector
+that never had slices gets none.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 import structlog
@@ -26,6 +36,8 @@ from slicectl.controller.status import (
 from slicectl.controller.tracker import SliceTracker
 from slicectl.controller.writer import NotLeading, SliceVanished, SliceWriter, WriteResult
 from slicectl.model.records import (
+    LABEL_MANAGED_BY,
+    LABEL_SELECTOR_NAME,
     Endpoint,
     EndpointPort,
     NodeRecord,
@@ -33,6 +45,7 @@ from slicectl.model.records import (
     SelectorRecord,
     SliceRecord,
 )
+from slicectl.model.selector import from_label_selector
 from slicectl.model.timefmt import rfc3339_nano
 from slicectl.reconcile import Plan, Settings, plan
 
@@ -43,6 +56,11 @@ FinalSlice = tuple[tuple[str, tuple[EndpointPort, ...]], tuple[Endpoint, ...]]
 
 class StaleCache(Exception):
     """The slice cache does not show our last writes yet; retry shortly instead of writing."""
+
+
+# Stands in for an invalid spec with no valid predecessor: planned with no pods, so the
+# selector's existing slices are emptied to the placeholder.
+_NOTHING = from_label_selector({"matchLabels": {"slicectl.io/invalid-spec": "true"}})
 
 
 class SyncFailed(Exception):
@@ -125,6 +143,19 @@ class Syncer:
         self._tracker.forget(key)
         self._last_status_write.pop(key, None)
 
+    def _effective(
+        self, sel: SelectorRecord, cached: list[SliceRecord]
+    ) -> tuple[SelectorRecord, Iterable[PodRecord]] | None:
+        """The spec to plan with, and the pods to plan from (module docstring: invalid specs)."""
+        pods = self._in.pods(sel.namespace)
+        if sel.error is None:
+            return sel, pods
+        if not sel.selector.empty:  # the last valid spec, carried by the router
+            return replace(sel, error=None), pods
+        if not cached:
+            return None
+        return replace(sel, selector=_NOTHING, ip_families=(), ports=(), error=None), ()
+
     async def sync(self, key: str, trigger: float | None) -> SyncResult:
         started = self._clock()
         sel = self._in.selector(key)
@@ -133,23 +164,36 @@ class Syncer:
             return SyncResult(key, WriteResult(), None)
         if sel.deleting:
             return SyncResult(key, WriteResult(), None)  # do not race the garbage collector
-        if sel.error is not None:
-            self._warn(sel, REASON_INVALID_SPEC, sel.error)
-            retry = await self._report(key, sel, Outcome(None, REASON_INVALID_SPEC, sel.error))
-            return SyncResult(key, WriteResult(), None, retry)
+        if self._tracker.has_unknown_creates(key):
+            # A create of ours may have landed unseen: ask the server, then wait for the cache.
+            live = await self._writer.live_slices(sel.namespace, self._label_selector(sel))
+            if self._tracker.resolve_unknown_creates(key, live):
+                log.info("a create with a lost answer had landed; waiting for the cache",
+                         selector=key)
 
         cached = list(self._in.slices(key))
+        effective = self._effective(sel, cached)
+        invalid = (
+            Outcome(None, REASON_INVALID_SPEC, sel.error) if sel.error is not None else None
+        )
+        if invalid is not None:
+            self._warn(sel, REASON_INVALID_SPEC, invalid.message)
+        if effective is None:
+            assert invalid is not None
+            retry = await self._report(key, sel, invalid)
+            return SyncResult(key, WriteResult(), None, retry)
+        spec, pods = effective
         if self._tracker.stale(key, cached):
+            self._tracker.wait_for_cache(key)
             raise StaleCache(f"{key}: slice cache behind our writes")
         existing = [s for s in cached if not s.terminating]
         # plan() selects the pods itself: matching here too would do it twice per sync.
-        the_plan = plan(sel, self._in.pods(sel.namespace), self._in.nodes(), existing,
-                        self._settings)
+        the_plan = plan(spec, pods, self._in.nodes(), existing, self._settings)
         trigger_time = rfc3339_nano(trigger) if trigger is not None else None
         result = WriteResult()
         try:
             if not the_plan.empty:
-                await self._writer.apply(key, sel, the_plan, trigger_time, result)
+                await self._writer.apply(key, spec, the_plan, trigger_time, result)
         except NotLeading:
             raise
         except SliceVanished as exc:  # a benign race with a deletion: wait for the cache
@@ -172,11 +216,15 @@ class Syncer:
             duration_ms=round((self._clock() - started) * 1000, 1),
         )
         final = final_slices(existing, the_plan)
-        retry = await self._report(key, sel, Outcome(final_counts(final)))
+        retry = await self._report(key, sel, invalid or Outcome(final_counts(final)))
         groups: dict[object, int] = {}
         for group, eps in final:
             groups[group] = groups.get(group, 0) + len(eps)
         return SyncResult(key, result, the_plan, retry, groups, len(final))
+
+    def _label_selector(self, sel: SelectorRecord) -> str:
+        return (f"{LABEL_MANAGED_BY}={self._settings.managed_by},"
+                f"{LABEL_SELECTOR_NAME}={sel.name}")
 
     async def _report(self, key: str, sel: SelectorRecord, outcome: Outcome) -> float | None:
         """Hand the selector's new status to the publisher if it is worth a write."""
