@@ -4,7 +4,15 @@ A sync decides *what* a selector's status should say (:mod:`slicectl.controller.
 module decides *when* it goes out. Each selector has at most one status write in flight; a
 newer status submitted meanwhile replaces any older one still waiting (only the latest matters),
 and the requests use the API client's background lane, which only spends rate-limit tokens
-that slice writes can spare. A failed status write is logged and left to the next sync.
+that slice writes can spare.
+
+A status write that fails for a reason that can pass (a 5xx, a 429 past the client's retries, a
+connection error, a timeout, a 403 until RBAC is fixed) is retried with backoff (1 s doubling to
+1 min) until it lands or a newer status for the same selector supersedes it: the next sync may
+never come in steady state, so "left to the next sync" could leave the status wrong for good.
+It is dropped when it cannot land (the selector is gone: 404; the patch is invalid: 422), when
+this replica may no longer write (the new leader writes its own), and on a non-API exception
+(a bug, logged).
 """
 
 from __future__ import annotations
@@ -13,11 +21,22 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import aiohttp
 import structlog
 
+from slicectl.election.gate import NotLeading
+from slicectl.kube.errors import ApiError, Invalid, NotFound
 from slicectl.model.records import SelectorRecord
 
 log = structlog.get_logger("slicectl.status")
+RETRY_BASE = 1.0
+RETRY_CAP = 60.0
+
+
+def _retryable(exc: Exception) -> bool:
+    if isinstance(exc, (NotFound, Invalid, NotLeading)):
+        return False
+    return isinstance(exc, (ApiError, aiohttp.ClientError, OSError, TimeoutError))
 
 StatusWrite = Callable[[SelectorRecord, dict[str, Any]], Awaitable[None]]
 
@@ -38,13 +57,24 @@ class StatusPublisher:
         return key in self._pending or key in self._tasks
 
     async def _drain(self, key: str) -> None:
+        failures = 0
         try:
             while key in self._pending:
                 selector, patch = self._pending.pop(key)
                 try:
                     await self._write(selector, patch)
-                except Exception as exc:  # the next sync decides again
-                    log.warning("status write failed", selector=key, error=str(exc))
+                    failures = 0
+                except Exception as exc:
+                    if not _retryable(exc):
+                        log.warning("status write failed; dropped", selector=key,
+                                    error=str(exc))
+                        continue
+                    delay = min(RETRY_CAP, RETRY_BASE * 2.0 ** min(failures, 16))
+                    failures += 1
+                    log.warning("status write failed; retrying", selector=key, error=str(exc),
+                                retry_in=delay, failures=failures)
+                    self._pending.setdefault(key, (selector, patch))  # unless superseded
+                    await asyncio.sleep(delay)
         finally:
             del self._tasks[key]
 

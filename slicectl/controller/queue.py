@@ -8,9 +8,11 @@ explicit because every one of them prevents a production bug:
 * a pending key is held once: adding it again keeps the *earliest* ready time, so a burst of
   pod events inside ``--batch-period`` costs one sync, ``batch-period`` after the first event
   (batching from the first change, never a sliding window that a steady trickle could starve);
-* failures retry with per-key exponential backoff (base 5 ms, cap 5 min) under a global token
-  bucket, and a key is never dropped however often it fails (upstream gives up after 15 tries
-  and leaves stale slices behind).
+* failures retry with per-key exponential backoff (floor 1 s, as upstream moved to because 5 ms
+  hammered a failing API server; cap 5 min) under a global token bucket, and a key is never
+  dropped however often it fails (upstream gives up after 15 tries and leaves stale slices
+  behind). Only a fully successful sync resets a key's backoff (:meth:`WorkQueue.forget`); a
+  409 on one slice is not a failure at all (the writer refreshes that slice and retries at once).
 
 It also remembers, per key, the wall-clock time of the oldest change not yet synced: that is
 the ``last-change-trigger-time`` the resulting write reflects.
@@ -35,7 +37,7 @@ class ShutDown(Exception):
 class Backoff:
     """Per-key exponential backoff: ``base * 2**failures``, capped."""
 
-    base: float = 0.005
+    base: float = 1.0
     cap: float = 300.0
 
     def delay(self, failures: int) -> float:

@@ -74,11 +74,12 @@ async def test_trigger_time_is_oldest_change_and_survives_failure() -> None:
     assert retry_trigger == 50.0
 
 
-def test_backoff_is_exponential_from_5ms_and_capped_at_5min() -> None:
+def test_backoff_is_exponential_from_1s_and_capped_at_5min() -> None:
     b = Backoff()
-    assert b.delay(0) == pytest.approx(0.005)
-    assert b.delay(1) == pytest.approx(0.010)
-    assert b.delay(10) == pytest.approx(0.005 * 1024)
+    assert b.delay(0) == pytest.approx(1.0)
+    assert b.delay(1) == pytest.approx(2.0)
+    assert b.delay(8) == pytest.approx(256.0)
+    assert b.delay(9) == 300.0
     assert b.delay(100) == 300.0
 
 
