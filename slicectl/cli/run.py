@@ -3,7 +3,17 @@
 Flags follow kube-controller-manager's names where they exist. This module validates them
 (exit code 2 with a one-line reason), then wires the long-lived parts together: the API client,
 metrics and probes, the Lease elector, the Event recorder and the controller. Caches run on every
-replica; workers only while this replica leads, and every write re-checks leadership.
+replica; workers only while this replica leads, and every write re-checks leadership right
+before it is sent.
+
+Every long-lived task runs under a :class:`~slicectl.controller.supervisor.Supervisor`: workers
+and the elector are restarted with backoff if they raise; the caches and readiness are fatal
+(exit 1). An API server that is unreachable at start is waited for (informers and look-ups
+retry with backoff), never a reason to exit: liveness is "this process is broken" (event loop,
+supervised tasks), not "the API server is down".
+
+Readiness: ready once the caches synced and, while leading, every selector known at start was
+synced once (a standby is ready once its caches synced). It never waits for an idle queue.
 
 SIGTERM or SIGINT: stop taking work, abandon in-flight syncs (they are re-run by the next
 leader), release the Lease so a standby takes over at once, flush Events, exit 0.
@@ -33,7 +43,12 @@ from slicectl.cli.flags import (
     int_between,
     positive_float,
 )
-from slicectl.controller.controller import Controller, ControllerConfig, cancel_quietly
+from slicectl.controller.controller import (
+    BOOKMARK_INTERVAL,
+    Controller,
+    ControllerConfig,
+)
+from slicectl.controller.supervisor import Supervisor
 from slicectl.election.lease import LeaderElector
 from slicectl.kube.client import ClientSettings, KubeClient
 from slicectl.model.apis import DEFAULT_SELECTOR_API, SELECTOR_APIS, selector_api
@@ -64,6 +79,12 @@ def configure(p: argparse.ArgumentParser) -> None:
       help="client-side API request rate limit (requests per second)")
     a("--kube-api-burst", metavar="N", type=int_between(1, 100_000), default=30,
       help="client-side API request burst")
+    a("--insecure-skip-tls-verify", action="store_true",
+      help="do not verify the API server's TLS certificate (insecure: logs a warning)")
+    a("--watch-inactivity-timeout", metavar="DURATION", type=positive_duration,
+      default=2 * BOOKMARK_INTERVAL,
+      help="reopen a watch that received nothing (not even a bookmark) for this long; "
+           "API servers send a bookmark about once a minute")
     a("--managed-by", metavar="VALUE", default="endpointselector-controller.slicectl.io",
       help="value of endpointslice.kubernetes.io/managed-by on the slices this instance owns")
     a("--status-update-period", metavar="DURATION", type=duration(), default=10.0,
@@ -98,6 +119,7 @@ class RunOptions:
     kubeconfig: str | None = None
     context: str | None = None
     client: ClientSettings = field(default_factory=ClientSettings)
+    insecure_skip_tls_verify: bool = False
     leader_elect: bool = False
     lease_duration: float = 15.0
     renew_deadline: float = 10.0
@@ -134,12 +156,14 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
         batch_period=args.batch_period,
         concurrent_syncs=args.concurrent_syncs,
         status_update_period=args.status_update_period,
+        watch_inactivity_timeout=args.watch_inactivity_timeout,
     )
     return RunOptions(
         controller=config,
         kubeconfig=args.kubeconfig,
         context=args.context,
         client=ClientSettings(qps=args.kube_api_qps, burst=args.kube_api_burst),
+        insecure_skip_tls_verify=args.insecure_skip_tls_verify,
         leader_elect=args.leader_elect,
         lease_duration=args.leader_elect_lease_duration,
         renew_deadline=args.leader_elect_renew_deadline,
@@ -160,7 +184,8 @@ async def run_controller(
     """Run until ``stop`` is set; the body of ``slicectl run`` (also used by the demo)."""
     metrics = Metrics()
     client = await KubeClient.connect(opts.kubeconfig, opts.context, opts.client,
-                                      on_request=metrics.api_request)
+                                      on_request=metrics.api_request,
+                                      insecure_skip_tls_verify=opts.insecure_skip_tls_verify)
     health = HealthServer(metrics, metrics_bind_address=opts.metrics_bind_address,
                           health_probe_bind_address=opts.health_probe_bind_address)
     elector = (
@@ -171,23 +196,26 @@ async def run_controller(
     )
     events = EventRecorder(client, component="slicectl", reporting_instance=opts.identity)
     controller = Controller(client, opts.controller, metrics=metrics, events=events,
-                            may_write=elector.check_leading if elector else lambda: True)
-    health.add_liveness_check("watches", controller.watches_alive)
-    workers: asyncio.Task[None] | None = None
-    tasks: list[asyncio.Task[None]] = []
+                            may_write=elector)
+    supervisor = Supervisor()
+    health.add_liveness_check("tasks", supervisor.alive)
     standby = asyncio.Event()  # set when this replica loses the lease
 
     def start_leading() -> None:
-        nonlocal workers
         standby.clear()
         log.info("started leading", identity=opts.identity)
-        workers = asyncio.create_task(controller.run_workers())
+        supervisor.spawn("workers", controller.run_workers, restart=True)
 
     def stop_leading() -> None:
         standby.set()
         log.warning("stopped leading: writes stopped", identity=opts.identity)
-        if workers is not None:
-            workers.cancel()
+        task = supervisor.task("workers")
+        if task is not None:
+            task.cancel()
+
+    async def campaign() -> None:
+        assert elector is not None
+        await elector.run(start_leading, stop_leading)
 
     async def readiness() -> None:
         """Ready once caches are synced and, while leading, every selector was synced once."""
@@ -202,33 +230,35 @@ async def run_controller(
 
     try:
         await health.start()
-        tasks.append(asyncio.create_task(controller.run_caches()))
+        supervisor.spawn("caches", controller.run_caches, restart=False)
         if elector is not None:
-            tasks.append(asyncio.create_task(elector.run(start_leading, stop_leading)))
+            supervisor.spawn("elector", campaign, restart=True)
         else:
             metrics.set_leader(True)
             start_leading()
-        tasks.append(asyncio.create_task(readiness()))
+        supervisor.spawn("readiness", readiness, restart=False)
         if on_started is not None:
             on_started(controller, health)
         waiter = asyncio.create_task(stop.wait())
-        done, _ = await asyncio.wait([waiter, tasks[0]], return_when=asyncio.FIRST_COMPLETED)
-        if tasks[0] in done and tasks[0].exception() is not None:
-            log.error("caches failed", error=repr(tasks[0].exception()))
+        failed = asyncio.create_task(supervisor.failed.wait())
+        await asyncio.wait([waiter, failed], return_when=asyncio.FIRST_COMPLETED)
+        waiter.cancel()
+        failed.cancel()
+        if supervisor.failed.is_set():
+            log.error("exiting: a background task failed", error=supervisor.fatal_error)
             return 1
         log.info("shutting down")
         return 0
     finally:
         controller.queue.shutdown()
-        await cancel_quietly(workers)
+        await supervisor.stop("workers")
         with contextlib.suppress(Exception):
             await asyncio.wait_for(controller.status.flush(), timeout=3)
         await controller.status.close()
         if elector is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(elector.release(), timeout=5)
-        for task in tasks:
-            await cancel_quietly(task)
+        await supervisor.stop_all()
         with contextlib.suppress(Exception):
             await asyncio.wait_for(events.flush(), timeout=3)
         await health.stop()

@@ -4,21 +4,31 @@ It owns the lifecycle of the moving parts and nothing else:
 
 * caches (pods, nodes as metadata only, the controller's own slices, one informer per selector
   API flavour) run on every replica, leader or not, so a standby takes over with a warm cache;
-* workers run only while :meth:`start_workers` is in force (the leader); every write is gated by
-  ``may_write`` so a replica that is no longer sure it leads stops writing mid-sync;
+  watches request bookmarks and a stream silent for ``watch_inactivity_timeout`` (default two
+  bookmark intervals of a real API server) is treated as half-open and reopened;
+* workers run only while :meth:`run_workers` is in force (the leader); every write passes the
+  write gate right before it is sent, so a replica that is no longer sure it leads stops
+  writing mid-sync. A worker that finds the gate closed puts its key back and parks until the
+  gate opens (it never re-queues with no delay in a loop: that would starve the event loop,
+  and with it the lease renewal that could reopen the gate);
+* the initial sync is done (readiness) once every selector known when the caches synced was
+  synced once, not when the queue is idle (under steady churn it never is);
 * a selector API that the cluster does not serve yet is retried in the background and does not
-  hold the others back (KEP-6116's non-blocking start-up).
+  hold the others back (KEP-6116's non-blocking start-up); an error while looking it up (5xx,
+  connection refused) is retried with backoff, never fatal.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import aiohttp
 import structlog
 
 from slicectl.cache.index import selector_key as index_key
@@ -26,11 +36,12 @@ from slicectl.cache.informer import Informer
 from slicectl.controller.publish import StatusPublisher
 from slicectl.controller.queue import ShutDown, WorkQueue
 from slicectl.controller.routing import Router
-from slicectl.controller.sync import StaleCache, Syncer, SyncFailed, SyncResult
+from slicectl.controller.sync import StaleCache, Syncer, SyncResult
 from slicectl.controller.tracker import SliceTracker
-from slicectl.controller.writer import NotLeading, SliceWriter
+from slicectl.controller.writer import SliceWriter
+from slicectl.election.gate import NotLeading, WriteGate, as_gate, guard_for
 from slicectl.kube.client import KubeClient
-from slicectl.kube.errors import NotFound
+from slicectl.kube.errors import ApiError, NotFound
 from slicectl.kube.resources import ENDPOINTSLICES, NODES, PODS, Resource
 from slicectl.model.apis import SLICECTL
 from slicectl.model.parse import parse_node, parse_pod, parse_selector, parse_slice
@@ -48,6 +59,12 @@ from slicectl.obs.metrics import Metrics, SliceCounts
 from slicectl.reconcile import Settings
 
 log = structlog.get_logger("slicectl.controller")
+# Real API servers send a watch bookmark about once a minute (the watch cache's bookmark
+# frequency); a watch silent for two of those intervals is half-open, not quiet.
+BOOKMARK_INTERVAL = 60.0
+STALE_RECHECK = 1.0  # a sync waiting for the cache is woken by the slice event it waits for;
+# this is only the fallback look if that event never comes (a relist settles it then)
+LOOKUP_ERRORS = (ApiError, aiohttp.ClientError, OSError, TimeoutError)
 
 
 @dataclass(frozen=True)
@@ -59,6 +76,7 @@ class ControllerConfig:
     concurrent_syncs: int = 5
     status_update_period: float = 10.0
     watch_timeout: int = 300
+    watch_inactivity_timeout: float = 2 * BOOKMARK_INTERVAL
     api_retry_period: float = 10.0  # how often an unserved selector API is looked up again
 
 
@@ -99,11 +117,12 @@ class Controller:
         *,
         metrics: Metrics | None = None,
         events: EventRecorder | None = None,
-        may_write: Callable[[], bool] = lambda: True,
+        may_write: WriteGate | Callable[[], bool] | None = None,
     ) -> None:
         self.client = client
         self.config = config
-        self._may_write = may_write
+        self.gate = as_gate(may_write)
+        self._guard = guard_for(self.gate)
         self.metrics = metrics
         self.events = events
         self.queue = WorkQueue()
@@ -131,9 +150,10 @@ class Controller:
                 label_selector=(
                     f"{LABEL_MANAGED_BY}={config.settings.managed_by},{LABEL_SELECTOR_NAME}"
                 ),
+                on_listed=functools.partial(r.slices_relisted, ns),
             ))
         self._has_status: dict[str, bool] = {}
-        writer = SliceWriter(client, self.tracker, may_write)
+        writer = SliceWriter(client, self.tracker, self.gate)
         self.status = StatusPublisher(self._write_status)
         self.syncer = Syncer(
             _Inputs(self), self.tracker, writer, config.settings,
@@ -141,19 +161,22 @@ class Controller:
             status_period=config.status_update_period,
         )
         self.caches_synced = asyncio.Event()
-        self.initial_sync_done = asyncio.Event()  # every selector synced once since leading
+        self.initial_sync_done = asyncio.Event()  # every selector known at start synced once
+        self._initial_keys: set[str] | None = None
         # One per selector API: set once it is listed, or found unserved at the first look.
         self._apis_listed = [asyncio.Event() for _ in config.selector_apis]
 
     def _informer(
         self, res: Resource, parse: Callable[[dict[str, Any]], Any], key: Callable[[Any], str],
         namespace: str | None, handler: _Handler, *, label_selector: str | None = None,
-        metadata_only: bool = False,
+        metadata_only: bool = False, on_listed: Callable[[float], None] | None = None,
     ) -> Informer[Any]:
         return Informer(
             self.client, res, parse, key=key, namespace=namespace,
             label_selector=label_selector, metadata_only=metadata_only,
-            watch_timeout=self.config.watch_timeout, handler=handler,
+            watch_timeout=self.config.watch_timeout,
+            inactivity_timeout=self.config.watch_inactivity_timeout, handler=handler,
+            on_listed=on_listed,
         )
 
     # -- caches -----------------------------------------------------------------------------
@@ -185,10 +208,22 @@ class Controller:
         return True
 
     async def _run_selector_api(self, ref: SelectorRef, listed: asyncio.Event) -> None:
-        while not await self._served(ref):
-            log.warning("selector API not served; retrying", api=ref.api_version, kind=ref.kind)
+        errors = 0
+        while True:
+            try:
+                if await self._served(ref):
+                    break
+                errors = 0
+                log.warning("selector API not served; retrying", api=ref.api_version,
+                            kind=ref.kind)
+                delay = self.config.api_retry_period
+            except LOOKUP_ERRORS as exc:  # the API server is struggling, not saying "no"
+                delay = min(self.config.api_retry_period, 0.5 * 2.0 ** min(errors, 10))
+                errors += 1
+                log.warning("selector API look-up failed; retrying", api=ref.api_version,
+                            error=str(exc) or repr(exc), retry_in=delay)
             listed.set()  # do not hold the other APIs back
-            await asyncio.sleep(self.config.api_retry_period)
+            await asyncio.sleep(delay)
         r = self.router
         handler = _Handler(ref.plural, r.selector_added, r.selector_updated, r.selector_deleted,
                            self.metrics)
@@ -221,30 +256,42 @@ class Controller:
                 self.metrics.set_selectors(len(self.router.selectors))
             await asyncio.sleep(1.0)
 
-    def watches_alive(self) -> tuple[bool, str]:
-        """Liveness: every informer listed at least once and none is stuck failing."""
-        failing = [i.resource_name for i in self._informers if i.stats.consecutive_failures > 5]
-        return (not failing, f"watches failing: {', '.join(failing)}" if failing else "ok")
-
     # -- workers ----------------------------------------------------------------------------
 
     async def run_workers(self) -> None:
         """Sync every known selector, then keep draining the queue until cancelled."""
         await self.caches_synced.wait()
-        for key in list(self.router.selectors.keys()):
+        keys = list(self.router.selectors.keys())
+        if self._initial_keys is None:
+            self._initial_keys = set(keys)
+        for key in keys:
             self.queue.add(key)
+        self._initial_progress()
         async with asyncio.TaskGroup() as tg:
             for _ in range(self.config.concurrent_syncs):
                 tg.create_task(self._worker())
-            await self.queue.wait_idle()
+
+    def _initial_progress(self, synced: str | None = None) -> None:
+        pending = self._initial_keys
+        if pending is None:
+            return
+        if synced is not None:
+            pending.discard(synced)
+        if not pending and not self.initial_sync_done.is_set():
             self.initial_sync_done.set()
+            log.info("initial sync done", selectors=len(self.router.selectors))
 
     async def _worker(self) -> None:
         while True:
+            await self.gate.wait_writable()  # not leading: take no keys, leave them queued
             try:
                 key, waited, trigger = await self.queue.get()
             except ShutDown:
                 return
+            if not self.gate.may_write():  # the gate closed while this worker waited
+                self.queue.add(key, changed_at=trigger)
+                self.queue.done(key)
+                continue
             if self.metrics is not None:
                 self.metrics.observe_queue_latency(waited)
             try:
@@ -261,25 +308,24 @@ class Controller:
             self.queue.add(key, changed_at=trigger)  # not done: keep it for the next leader
             raise
         except StaleCache:
+            # Not a failure: the slice event it waits for wakes it (router); this is a fallback.
             result_name = "stale"
-            self.queue.add_rate_limited(key)
+            self.queue.add(key, STALE_RECHECK, changed_at=trigger)
         except NotLeading:
+            # Keep the key (and its trigger time) for when leading again; the worker parks.
             result_name = "error"
             self.queue.add(key, changed_at=trigger)
-        except SyncFailed as exc:
-            result_name = "error"
-            if exc.progress:  # some writes landed: the API is answering, start backoff afresh
-                self.queue.forget(key)
-            delay = self.queue.add_rate_limited(key)
-            log.warning("sync failed", selector=key, error=str(exc), retry_in=round(delay, 3),
-                        failures=self.queue.failures(key))
         except Exception as exc:
+            # A landed write does not reset the backoff: the key is still failing (SyncFailed
+            # with progress), and a fresh 1 s floor each time would hammer the API server.
             result_name = "error"
+            self._initial_progress(key)  # it was tried: readiness does not wait on a bad key
             delay = self.queue.add_rate_limited(key)
             log.warning("sync failed", selector=key, error=str(exc), retry_in=round(delay, 3),
                         failures=self.queue.failures(key))
         else:
             self.queue.forget(key)
+            self._initial_progress(key)
             if result.retry_after is not None:
                 self.queue.add(key, result.retry_after)
             self._record(key, result, trigger)
@@ -308,10 +354,11 @@ class Controller:
     # -- side effects for the syncer --------------------------------------------------------
 
     async def _write_status(self, sel: SelectorRecord, patch: dict[str, Any]) -> None:
-        if not self._has_status.get(sel.api.group, sel.api.has_status) or not self._may_write():
+        if not self._has_status.get(sel.api.group, sel.api.has_status):
             return
         await self.client.patch(selector_resource(sel.api), sel.name, patch, sel.namespace,
-                                subresource="status", patch_type="merge", background=True)
+                                subresource="status", patch_type="merge", background=True,
+                                guard=self._guard)
         if self.metrics is not None:
             self.metrics.status_write()
 
@@ -332,7 +379,7 @@ class _Inputs:
         self._c = controller
 
     def selector(self, key: str) -> SelectorRecord | None:
-        return self._c.router.selectors.get(key)
+        return self._c.router.selector(key)
 
     def pods(self, namespace: str) -> Iterable[PodRecord]:
         return self._c.router.pods.in_namespace(namespace)

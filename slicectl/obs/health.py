@@ -5,11 +5,15 @@ Decisions (kube-controller-manager / controller-runtime conventions):
 * Two listeners, ``--metrics-bind-address`` (``/metrics``) and ``--health-probe-bind-address``
   (``/healthz``, ``/readyz``). ``":8080"`` means every interface, port 8080; ``"0"`` (or "")
   disables that listener; the same address for both serves everything on one port.
-* ``/healthz`` is liveness: 200 only when every registered check passes. Each check is a
-  callable returning ``(ok, reason)`` (e.g. "the watches are alive"). A built-in ``event-loop``
-  check fails when a probe task measured the loop blocked for more than ``loop_lag_threshold``
-  seconds within the last ``loop_lag_window`` seconds: a wedged loop cannot renew its lease or
-  process events, so the kubelet should restart it.
+* ``/healthz`` is liveness, and liveness means "this process is broken", never "the API server
+  is unreachable" (restarting every replica during an API server outage only adds a
+  CrashLoopBackOff to the outage). 200 only when every registered check passes; each check is
+  a cheap synchronous callable returning ``(ok, reason)`` (e.g. "no supervised task is dead or
+  crash-looping"), so the answer never waits on the API server. A built-in ``event-loop``
+  check fails when the lag monitor (:mod:`slicectl.obs.looplag`, which also feeds the
+  ``slicectl_event_loop_lag_seconds`` histogram) saw the loop blocked for more than
+  ``loop_lag_threshold`` seconds within the last ``loop_lag_window`` seconds: a wedged loop
+  cannot renew its lease or process events, so the kubelet should restart it.
 * ``/readyz`` is 200 once :meth:`HealthServer.set_ready` was called (the initial sync is done,
   or this replica is a standby with warm caches). Failures answer 500 with one line per check,
   in the ``[+]name ok`` / ``[-]name failed: reason`` shape of kube's healthz.
@@ -17,13 +21,11 @@ Decisions (kube-controller-manager / controller-runtime conventions):
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections import deque
 from collections.abc import Callable
 
 from aiohttp import web
 
+from slicectl.obs.looplag import LoopLagMonitor
 from slicectl.obs.metrics import CONTENT_TYPE, Metrics
 
 LivenessCheck = Callable[[], tuple[bool, str]]
@@ -41,45 +43,6 @@ def parse_bind_address(address: str) -> tuple[str | None, int] | None:
     return (host or None, int(port_text))
 
 
-class LoopLagProbe:
-    """Measures how late the event loop wakes a sleeping task (its scheduling delay)."""
-
-    def __init__(self, interval: float, window: float) -> None:
-        self.interval = interval
-        self.window = window
-        self._recent: deque[tuple[float, float]] = deque()  # (when, lag)
-        self._last_tick = time.monotonic()
-        self._task: asyncio.Task[None] | None = None
-
-    def start(self) -> None:
-        self._last_tick = time.monotonic()
-        self._task = asyncio.create_task(self._run(), name="loop-lag-probe")
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-            self._task = None
-
-    async def _run(self) -> None:
-        while True:
-            await asyncio.sleep(self.interval)
-            self._tick(time.monotonic())
-
-    def _tick(self, now: float) -> None:
-        self._recent.append((now, max(now - self._last_tick - self.interval, 0.0)))
-        self._last_tick = now
-        while self._recent and self._recent[0][0] < now - self.window:
-            self._recent.popleft()
-
-    def max_lag(self) -> float:
-        """The worst lag seen in the window, including an overdue tick that has not run yet."""
-        now = time.monotonic()
-        overdue = max(now - self._last_tick - self.interval, 0.0)
-        recent = (lag for when, lag in self._recent if when >= now - self.window)
-        return max(overdue, *recent) if self._recent else overdue
-
-
 class HealthServer:
     def __init__(
         self,
@@ -88,8 +51,8 @@ class HealthServer:
         metrics_bind_address: str = ":8080",
         health_probe_bind_address: str = ":8081",
         loop_lag_threshold: float = 5.0,
-        loop_lag_window: float = 30.0,
-        loop_probe_interval: float = 1.0,
+        loop_lag_window: float = 10.0,
+        loop_probe_interval: float = 0.5,
     ) -> None:
         self._metrics = metrics
         self._metrics_bind = parse_bind_address(metrics_bind_address) if metrics else None
@@ -97,7 +60,9 @@ class HealthServer:
         self._checks: dict[str, LivenessCheck] = {}
         self._ready = False
         self._lag_threshold = loop_lag_threshold
-        self._probe = LoopLagProbe(loop_probe_interval, loop_lag_window)
+        self._probe = LoopLagMonitor(
+            loop_probe_interval, loop_lag_window,
+            observe=metrics.observe_loop_lag if metrics is not None else None)
         self._runners: list[web.AppRunner] = []
         self.metrics_port: int | None = None
         self.health_port: int | None = None

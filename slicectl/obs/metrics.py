@@ -41,6 +41,11 @@ LATENCY_BUCKETS: Final = (
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
     120.0, 300.0,
 )
+# Event loop lag: a healthy loop wakes a sleeper within a millisecond or two; seconds mean a
+# blocked loop (a relist parsed without yielding, a spin).
+LOOP_LAG_BUCKETS: Final = (
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+)
 SYNC_RESULTS: Final = ("success", "stale", "error")
 OPERATIONS: Final = ("create", "update", "delete")
 
@@ -107,6 +112,10 @@ class Metrics:
             "slicectl_status_writes", "EndpointSelector status writes", registry=r)
         self.selectors = Gauge(
             "slicectl_selectors", "EndpointSelectors known to the cache", registry=r)
+        self.event_loop_lag = Histogram(
+            "slicectl_event_loop_lag_seconds",
+            "How late the event loop woke a monitor task that slept a fixed interval",
+            buckets=LOOP_LAG_BUCKETS, registry=r)
         # Label values known up front are pre-created so dashboards see zeros, not gaps.
         for result in SYNC_RESULTS:
             self.syncs.labels(result=result)
@@ -166,6 +175,9 @@ class Metrics:
 
     def set_selectors(self, count: int) -> None:
         self.selectors.set(count)
+
+    def observe_loop_lag(self, seconds: float) -> None:
+        self.event_loop_lag.observe(max(seconds, 0.0))
 
     def render(self) -> bytes:
         """The registry in the Prometheus text exposition format (``CONTENT_TYPE``)."""

@@ -28,6 +28,7 @@ OWN = {
     "slicectl_leader": "gauge",
     "slicectl_status_writes": "counter",
     "slicectl_selectors": "gauge",
+    "slicectl_event_loop_lag_seconds": "histogram",
 }
 
 
