@@ -1,0 +1,80 @@
+"""Tracker expectations never wedge a selector (issue 8, items 8 and 9): unknown creates are
+settled from the server's slices, relists settle what they contradict, old ones expire."""
+
+from __future__ import annotations
+
+from slicectl.controller.tracker import SliceTracker
+from slicectl.model.records import SliceRecord
+
+KEY = "slicectl.io/ns/web"
+
+
+def slice_(uid: str, generation: int = 1, ns: str = "ns") -> SliceRecord:
+    return SliceRecord(namespace=ns, name=f"web-{uid}", uid=uid, resource_version="1",
+                       generation=generation, labels={}, annotations={}, address_type="IPv4",
+                       ports=(), endpoints=(), owner=None, terminating=False)
+
+
+def test_an_unknown_create_that_landed_is_waited_for_in_the_cache() -> None:
+    t = SliceTracker()
+    t.create_started(KEY)
+    assert t.has_unknown_creates(KEY)
+    assert t.resolve_unknown_creates(KEY, [slice_("a")]) == 1
+    assert not t.has_unknown_creates(KEY)
+    assert t.stale(KEY, [])  # the server has it, the cache not yet: do not create again
+    assert not t.stale(KEY, [slice_("a")])
+
+
+def test_an_unknown_create_that_did_not_land_lets_the_sync_go_on() -> None:
+    t = SliceTracker()
+    t.create_started(KEY)
+    assert t.resolve_unknown_creates(KEY, []) == 0
+    assert not t.stale(KEY, [])
+
+
+def test_an_answered_create_leaves_no_mark() -> None:
+    t = SliceTracker()
+    t.create_started(KEY)
+    t.create_settled(KEY)
+    assert not t.has_unknown_creates(KEY)
+
+
+def test_a_relist_without_our_slice_drops_the_expectation_and_syncs() -> None:
+    now = [100.0]
+    t = SliceTracker(clock=lambda: now[0])
+    t.wrote(KEY, "a", 1)
+    assert t.stale(KEY, [])
+    assert t.reconcile_relist(set(), listed_at=101.0) == {KEY}
+    assert not t.stale(KEY, [])
+
+
+def test_a_relist_started_before_the_write_settles_nothing() -> None:
+    now = [100.0]
+    t = SliceTracker(clock=lambda: now[0])
+    t.wrote(KEY, "a", 1)
+    assert t.reconcile_relist(set(), listed_at=99.0) == set()
+    assert t.stale(KEY, [])
+
+
+def test_a_relist_completes_an_expected_deletion() -> None:
+    now = [100.0]
+    t = SliceTracker(clock=lambda: now[0])
+    t.deleted(KEY, "a")
+    assert t.reconcile_relist(set(), listed_at=101.0) == set()  # ours: nothing to repair
+    assert t.tracked(KEY) == {}
+
+
+def test_a_relist_of_another_namespace_leaves_expectations_alone() -> None:
+    t = SliceTracker()
+    t.wrote(KEY, "a", 1)
+    assert t.reconcile_relist(set(), listed_at=1e12, namespace="other") == set()
+    assert t.tracked(KEY) == {"a": 1}
+
+
+def test_expectations_expire() -> None:
+    now = [100.0]
+    t = SliceTracker(ttl=60.0, clock=lambda: now[0])
+    t.wrote(KEY, "a", 2)
+    assert t.stale(KEY, [slice_("a", generation=1)])
+    now[0] += 61.0
+    assert not t.stale(KEY, [slice_("a", generation=1)])
