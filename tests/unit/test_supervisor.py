@@ -1,0 +1,70 @@
+"""Supervisor (issue 8, item 4): a task that raises is logged and restarted with backoff, or,
+when it cannot be restarted, ends the process; a crash loop fails liveness."""
+
+from __future__ import annotations
+
+import asyncio
+
+from slicectl.controller.supervisor import Supervisor
+
+
+async def test_a_restartable_task_is_restarted_after_it_raises() -> None:
+    sup = Supervisor(backoff_initial=0.01, backoff_max=0.02)
+    runs: list[int] = []
+    done = asyncio.Event()
+
+    async def flaky() -> None:
+        runs.append(1)
+        if len(runs) < 3:
+            raise RuntimeError("boom")
+        done.set()
+
+    sup.spawn("flaky", flaky, restart=True)
+    await asyncio.wait_for(done.wait(), 5)
+    assert len(runs) == 3
+    assert not sup.failed.is_set()
+    assert sup.alive() == (True, "")
+    await sup.stop_all()
+
+
+async def test_a_fatal_task_sets_failed_and_fails_liveness() -> None:
+    sup = Supervisor()
+
+    async def caches() -> None:
+        raise ValueError("informer bug")
+
+    sup.spawn("caches", caches, restart=False)
+    await asyncio.wait_for(sup.failed.wait(), 5)
+    ok, reason = sup.alive()
+    assert not ok and "caches" in reason and "informer bug" in reason
+
+
+async def test_a_crash_loop_fails_liveness() -> None:
+    sup = Supervisor(backoff_initial=0.001, backoff_max=0.001, crash_loop=3)
+
+    async def always() -> None:
+        raise RuntimeError("always")
+
+    sup.spawn("workers", always, restart=True)
+    for _ in range(500):
+        if not sup.alive()[0]:
+            break
+        await asyncio.sleep(0.01)
+    ok, reason = sup.alive()
+    assert not ok and "crash-looping" in reason and "workers" in reason
+    await sup.stop_all()
+
+
+async def test_cancelling_is_not_a_failure() -> None:
+    sup = Supervisor()
+    started = asyncio.Event()
+
+    async def forever() -> None:
+        started.set()
+        await asyncio.Event().wait()
+
+    sup.spawn("workers", forever, restart=True)
+    await started.wait()
+    await sup.stop("workers")
+    assert sup.alive() == (True, "")
+    assert not sup.failed.is_set()
