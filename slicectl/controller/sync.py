@@ -176,16 +176,17 @@ class Syncer:
         invalid = (
             Outcome(None, REASON_INVALID_SPEC, sel.error) if sel.error is not None else None
         )
-        if invalid is not None:
-            self._warn(sel, REASON_INVALID_SPEC, invalid.message)
         if effective is None:
             assert invalid is not None
+            self._warn(sel, REASON_INVALID_SPEC, invalid.message)
             retry = await self._report(key, sel, invalid)
             return SyncResult(key, WriteResult(), None, retry)
         spec, pods = effective
         if self._tracker.stale(key, cached):
             self._tracker.wait_for_cache(key)
             raise StaleCache(f"{key}: slice cache behind our writes")
+        if invalid is not None:
+            self._warn(sel, REASON_INVALID_SPEC, invalid.message)
         existing = [s for s in cached if not s.terminating]
         # plan() selects the pods itself: matching here too would do it twice per sync.
         the_plan = plan(spec, pods, self._in.nodes(), existing, self._settings)
