@@ -60,3 +60,33 @@ async def test_invalid_selector_keeps_serving_the_last_valid_pods_with_fresh_dat
             return await endpoints() == want
 
         await wait_until(fresh, what="slices follow the last valid spec's pods")
+
+
+async def test_started_while_invalid_its_slices_are_emptied_to_the_placeholder(
+    cluster: Cluster,
+) -> None:
+    c = cluster
+    await ensure_node(c.client, "node-a", "zone-a")
+    for i in range(2):
+        await create_pod(c.client, c.namespace, f"web-{i}", f"10.91.0.{i + 1}", {"app": "web"})
+    await c.client.create(ESEL, selector_body("web", {"app": "web"}), c.namespace)
+
+    async def endpoints() -> list[str]:
+        return [ep["targetRef"]["name"] for s in await slices_of(c.client, c.namespace, "web")
+                for ep in s["endpoints"]]
+
+    async with running_controller(options(c.kubeconfig, c.namespace, batch_period=0.0)):
+        async def served() -> bool:
+            return sorted(await endpoints()) == ["web-0", "web-1"]
+
+        await wait_until(served, what="initial sync")
+    # While no controller runs, the selector becomes invalid and a pod goes away.
+    await c.client.patch(ESEL, "web", {"spec": {"selector": {"matchLabels": {
+        "app": "web", "not a valid key!": "x"}}}}, c.namespace, patch_type="merge")
+    await c.client.delete(PODS, "web-0", c.namespace, grace_period_seconds=0)
+    async with running_controller(options(c.kubeconfig, c.namespace, batch_period=0.0)):
+        async def placeholder() -> bool:
+            slices = await slices_of(c.client, c.namespace, "web")
+            return len(slices) == 1 and not slices[0].get("endpoints")
+
+        await wait_until(placeholder, what="slices emptied to the placeholder")
