@@ -64,7 +64,9 @@ log = structlog.get_logger("slicectl.controller")
 BOOKMARK_INTERVAL = 60.0
 STALE_RECHECK = 1.0  # a sync waiting for the cache is woken by the slice event it waits for;
 # this is only the fallback look if that event never comes (a relist settles it then)
-LOOKUP_ERRORS = (ApiError, aiohttp.ClientError, OSError, TimeoutError)
+# A look-up that fails this way says nothing about whether the API is served: retry it.
+# (ValueError: a body that is not JSON, or not an APIResourceList, e.g. from a broken proxy.)
+LOOKUP_ERRORS = (ApiError, aiohttp.ClientError, OSError, TimeoutError, ValueError)
 
 
 @dataclass(frozen=True)
@@ -201,6 +203,8 @@ class Controller:
             body = await self.client.request("GET", f"/apis/{ref.group}/{ref.version}")
         except NotFound:
             return False
+        if not isinstance(body, dict) or not isinstance(body.get("resources", []), list):
+            raise ValueError(f"discovery of {ref.api_version} answered a non-APIResourceList")
         names = {r.get("name") for r in body.get("resources", []) if isinstance(r, dict)}
         if ref.plural not in names:
             return False

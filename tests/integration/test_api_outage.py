@@ -16,6 +16,7 @@ import dataclasses
 import time
 
 import aiohttp
+import orjson
 import pytest
 
 from slicectl.kube.errors import ServerError
@@ -55,7 +56,7 @@ async def _served(c: Cluster) -> bool:
     return sum(len(s["endpoints"]) for s in slices) == 1
 
 
-@pytest.mark.parametrize("fault", ["503", "connection reset"])
+@pytest.mark.parametrize("fault", ["503", "connection reset", "non-JSON 200"])
 async def test_selector_api_lookup_survives_server_errors(
     cluster: Cluster, monkeypatch: pytest.MonkeyPatch, fault: str
 ) -> None:
@@ -69,6 +70,8 @@ async def test_selector_api_lookup_survives_server_errors(
             failures[0] += 1
             if fault == "503":
                 raise ServerError(503, "ServiceUnavailable", "injected")
+            if fault == "non-JSON 200":
+                orjson.loads(b"<html>gateway</html>")  # what a 200 from a broken proxy does
             raise aiohttp.ClientConnectionError("injected: connection reset by peer")
 
     faults.before.append(flaky_discovery)
