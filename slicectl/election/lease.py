@@ -62,6 +62,14 @@ JITTER_FACTOR = 1.2  # client-go: candidates retry after retry_period * [1, 2.2)
 ATTEMPT_ERRORS = (ApiError, aiohttp.ClientError, TimeoutError, OSError)
 
 
+def _count(value: Any, default: int = 0) -> int:
+    """A non-negative integer field of a Lease someone else wrote; garbage reads as ``default``
+    (a malformed Lease must not stop the election: our next write repairs it)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        return default
+    return int(value)
+
+
 class LeaderElector:
     def __init__(
         self,
@@ -250,7 +258,8 @@ class LeaderElector:
             return True
 
     def _lease_valid(self) -> bool:
-        seconds = (self._observed_spec or {}).get("leaseDurationSeconds") or 0
+        seconds = _count((self._observed_spec or {}).get("leaseDurationSeconds"),
+                         default=math.ceil(self.lease_duration))
         return self._observed_at + float(seconds) > self._clock()
 
     def _record(self, old: dict[str, Any] | None) -> dict[str, Any]:
@@ -262,7 +271,7 @@ class LeaderElector:
             "leaseDurationSeconds": max(1, math.ceil(self.lease_duration)),
             "renewTime": now,
         }
-        transitions = int(old.get("leaseTransitions") or 0)
+        transitions = _count(old.get("leaseTransitions"))
         if old.get("holderIdentity") == self.identity and old.get("acquireTime"):
             spec["acquireTime"] = old["acquireTime"]
             spec["leaseTransitions"] = transitions
@@ -335,7 +344,7 @@ class LeaderElector:
                 "leaseDurationSeconds": 1,
                 "renewTime": micro_time(),
                 "acquireTime": micro_time(),
-                "leaseTransitions": int((self._observed_spec or {}).get("leaseTransitions") or 0),
+                "leaseTransitions": _count((self._observed_spec or {}).get("leaseTransitions")),
             }
             try:
                 await self._write(lease, spec, self._clock())
