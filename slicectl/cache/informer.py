@@ -6,8 +6,10 @@ Paginated LIST, then WATCH from the list's resourceVersion with bookmarks and a 
 timeout) resumes from the last resourceVersion seen, bookmarks included. A 410 Gone or any
 ``ERROR`` event means the resourceVersion is no longer usable: the informer relists and emits
 exactly the differences against its store (adds, updates for a changed resourceVersion,
-deletes for vanished keys), never reusing the expired version. Connection failures back off
-(exponential, jittered, capped).
+deletes for vanished keys), never reusing the expired version. After each LIST an optional
+``on_listed`` hook is told when that LIST was sent, so expectations about objects the store
+never saw (a write acknowledged before the LIST) can be settled against it. Connection
+failures back off (exponential, jittered, capped).
 
 A malformed object (parse raises, or not a JSON object) is logged once and skipped: the store
 keeps what it had for that key. Handlers are synchronous and must be cheap; the per-event path
