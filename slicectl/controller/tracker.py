@@ -147,7 +147,10 @@ class SliceTracker:
             known = gens.get(s.uid)
             if known is None:
                 continue
-            if known[0] == _DELETED or known[0] > s.generation:
+            if known[0] == _DELETED:
+                if not s.terminating:  # terminating (a finalizer holds it): our delete shows
+                    return True
+            elif known[0] > s.generation:
                 return True
         return any(gen != _DELETED and uid not in seen for uid, (gen, _) in gens.items())
 

@@ -78,3 +78,13 @@ def test_expectations_expire() -> None:
     assert t.stale(KEY, [slice_("a", generation=1)])
     now[0] += 61.0
     assert not t.stale(KEY, [slice_("a", generation=1)])
+
+
+def test_a_deleted_slice_held_by_a_finalizer_does_not_keep_the_cache_stale() -> None:
+    t = SliceTracker()
+    t.deleted(KEY, "a")
+    assert t.stale(KEY, [slice_("a")])
+    terminating = SliceRecord(namespace="ns", name="web-a", uid="a", resource_version="2",
+                              generation=1, labels={}, annotations={}, address_type="IPv4",
+                              ports=(), endpoints=(), owner=None, terminating=True)
+    assert not t.stale(KEY, [terminating])
