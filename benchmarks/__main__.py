@@ -1,0 +1,156 @@
+"""``python -m benchmarks run --scenario NAME [--kubeconfig FILE] [--quick] --out DIR``.
+
+Scenarios: initial, flap, rollout, scale, big-cluster, or ``all``. Every scenario runs slicectl
+with its defaults, slicectl with ``--batch-period 0`` and the naive baseline, one after the
+other, each in its own process; ``flap`` adds the ``--batch-period`` sweep (0, 0.1, 0.25, 0.5,
+1 s). The API server is the embedded one in a subprocess unless ``--kubeconfig`` is given.
+``DIR`` receives ``results.json``, ``results.md``, PNG plots and each controller's log. The exit
+code is 1 when a run did not converge or its slices ended incorrect.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import importlib
+import json
+import os
+import platform
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.apiserver import EmbeddedServer
+from benchmarks.contenders import BATCH_ZERO, DEFAULTS, NAIVE, SWEEP, Contender, batch_contender
+from benchmarks.driver import MAX_PER_SLICE, ensure_nodes, heartbeat
+from benchmarks.report import other_results, plots, table
+from benchmarks.runner import Context, run_one
+from benchmarks.scenarios import FULL, QUICK, SCENARIOS, Sizes
+from slicectl.cli.workload import apply_crd, crd_manifest
+from slicectl.kube.client import ClientSettings, KubeClient
+from slicectl.kube.resources import NODES
+
+CHOICES = [*SCENARIOS, "big-cluster", "all"]
+
+
+def machine() -> dict[str, Any]:
+    model = ""
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
+        model = next((line.split(":", 1)[1].strip() for line in f
+                      if line.startswith("model name")), "")
+    return {"cpu": model, "cores": os.cpu_count(), "load_avg_at_start": os.getloadavg(),
+            "python": platform.python_version(), "platform": platform.platform(),
+            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+
+def contenders(sweep: bool) -> list[Contender]:
+    chosen = [DEFAULTS, BATCH_ZERO, NAIVE]
+    if sweep:
+        chosen += [batch_contender(w) for w in SWEEP if w != 0.0]
+    return chosen
+
+
+async def big_cluster(kubeconfig: str | None, quick: bool, out: Path) -> dict[str, Any]:
+    """Dispatch to benchmarks/big_cluster.py (written separately); 'not available' without it."""
+    try:
+        module = importlib.import_module("benchmarks.big_cluster")
+    except ModuleNotFoundError as exc:
+        if exc.name != "benchmarks.big_cluster":
+            raise
+        return {"status": "not available (benchmarks/big_cluster.py is not in this checkout)"}
+    result: dict[str, Any] = await module.run_big_cluster(
+        kubeconfig=kubeconfig, quick=quick, out=out)
+    return result
+
+
+async def run(args: argparse.Namespace) -> int:
+    out: Path = args.out
+    sizes: Sizes = QUICK if args.quick else FULL
+    names = list(SCENARIOS) if args.scenario == "all" else (
+        [args.scenario] if args.scenario in SCENARIOS else [])
+    rows: list[dict[str, Any]] = []
+    others: dict[str, Any] = {}
+    rates: dict[str, float] = {}
+    say = print
+    server = None if args.kubeconfig or not names else EmbeddedServer()
+    try:
+        if names:
+            kubeconfig = args.kubeconfig or (server.kubeconfig if server else "")
+            client = await KubeClient.connect(kubeconfig, args.context,
+                                              ClientSettings(qps=100_000.0, burst=1000))
+            async with client:
+                await apply_crd(client, crd_manifest())
+                created = await ensure_nodes(client)
+                beat = asyncio.create_task(heartbeat(client)) if server is None else None
+                ctx = Context(client, kubeconfig, server, out,
+                              60.0 if args.quick else 180.0, say)
+                try:
+                    for name in names:
+                        scenario = SCENARIOS[name](sizes)
+                        say(f"== {name}: {scenario.describe}")
+                        if scenario.sweep:
+                            slices = len(scenario.selectors) * -(-sizes.pods // MAX_PER_SLICE)
+                            rates[name] = sizes.flap_rate / slices
+                        for who in contenders(scenario.sweep):
+                            record = await run_one(ctx, scenario, who)
+                            rows.append(record)
+                            say(table([record]).splitlines()[-1])
+                finally:
+                    if beat is not None:
+                        beat.cancel()
+                    for node in created if server is None else ():
+                        with contextlib.suppress(Exception):
+                            await client.delete(NODES, node)
+    finally:
+        if server is not None:
+            server.stop()
+    if args.scenario in ("big-cluster", "all"):
+        say("== big-cluster")
+        others["big-cluster"] = await big_cluster(args.kubeconfig, args.quick, out)
+        say(json.dumps(others["big-cluster"], default=str)[:2000])
+    meta = {"command": shlex.join(sys.orig_argv), "quick": args.quick,
+            "cluster": args.kubeconfig or "embedded API server (subprocess)",
+            "machine": machine(), "sizes": sizes.__dict__,
+            "load_avg_at_end": os.getloadavg()}
+    (out / "results.json").write_text(json.dumps(
+        {"meta": meta, "runs": rows, "other": others}, indent=1, default=str))
+    pngs = plots(rows, out, rates) if rows else []
+    md = [f"$ {meta['command']}", "", f"cluster: {meta['cluster']}; machine: "
+          f"{meta['machine']['cpu']} x {meta['machine']['cores']}; load average at start "
+          f"{meta['machine']['load_avg_at_start']}", ""]
+    if rows:
+        md += [table(rows), ""]
+    if others:
+        md += [other_results(others), ""]
+    md += [f"![{p.stem}]({p.name})" for p in pngs]
+    (out / "results.md").write_text("\n".join(md) + "\n")
+    say("")
+    say("\n".join(md))
+    bad = [r for r in rows if "error" in r or r.get("converge_s") is None
+           or r.get("problems") or r.get("unpublished")]
+    return 1 if bad else 0
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="run one scenario, or all")
+    r.add_argument("--scenario", required=True, choices=CHOICES)
+    r.add_argument("--kubeconfig", help="a real cluster; default: the embedded API server")
+    r.add_argument("--context", help="kubeconfig context")
+    r.add_argument("--quick", action="store_true", help="small sizes (a CI smoke run)")
+    r.add_argument("--out", required=True, type=Path, help="directory for results and plots")
+    args = p.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    from slicectl.obs.logging import configure_logging
+    configure_logging("warning", "console")
+    import uvloop
+    return uvloop.run(run(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,106 @@
+"""The API server the benchmark talks to, and its request counters.
+
+By default the embedded server (``python -m slicectl apiserver``) runs in a subprocess, so its
+CPU is neither the driver's nor the controller's. Against a real cluster (``--kubeconfig``)
+nothing is started. Either way the server's ``/metrics`` ``apiserver_request_total`` gives the
+EndpointSlice write requests (attempts, 409s included) that cross-check the writes the slice
+watch sees; on a shared real cluster it also counts other clients' slice writes.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+from slicectl.kube.client import KubeClient
+
+WRITE_VERBS = {"POST": "c", "PUT": "u", "PATCH": "u", "DELETE": "d", "APPLY": "u"}
+_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (from /proc/PID/stat)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def peak_rss_mb(pid: int) -> float:
+    """Peak resident set size (VmHWM) of ``pid`` in MiB."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+class EmbeddedServer:
+    """``slicectl apiserver`` in a subprocess; writes a kubeconfig for clients."""
+
+    def __init__(self) -> None:
+        self.tmp = tempfile.TemporaryDirectory(prefix="slicectl-bench-")
+        self.kubeconfig = str(Path(self.tmp.name) / "kubeconfig")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "slicectl", "apiserver", "--host", "127.0.0.1", "--port", "0",
+             "--kubeconfig-out", self.kubeconfig], stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            if line.startswith("kubeconfig "):
+                break
+        else:
+            raise RuntimeError("the embedded API server exited before it was ready")
+
+    def cpu(self) -> float:
+        return cpu_seconds(self.proc.pid)
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.tmp.cleanup()
+
+
+def parse_slice_writes(text: str) -> Counter[str]:
+    """EndpointSlice write requests by kind (c/u/d) plus ``409`` from Prometheus text."""
+    out: Counter[str] = Counter()
+    for line in text.splitlines():
+        if not line.startswith("apiserver_request_total{"):
+            continue
+        labels_text, _, value = line[len("apiserver_request_total{"):].rpartition("} ")
+        labels = dict(_LABEL.findall(labels_text))
+        kind = WRITE_VERBS.get(labels.get("verb", ""))
+        if labels.get("resource") != "endpointslices" or labels.get("subresource") or not kind:
+            continue
+        if labels.get("dry_run"):
+            continue
+        n = int(float(value.split()[0]))
+        out[kind] += n
+        if labels.get("code") == "409":
+            out["409"] += n
+    return out
+
+
+async def slice_write_requests(client: KubeClient) -> Counter[str] | None:
+    """The server's EndpointSlice write counters now, or None if /metrics is not readable."""
+    # /metrics is Prometheus text, which KubeClient.request (JSON only) cannot decode; this
+    # borrows its session and connection so the same credentials work on any cluster.
+    conn = client._conn
+    headers: dict[str, str] = {}
+    await client._authorize(headers)
+    try:
+        async with client._session.get(conn.host + "/metrics", headers=headers,
+                                       **client._tls_kwargs()) as resp:
+            if resp.status != 200:
+                return None
+            return parse_slice_writes(await resp.text())
+    except Exception:
+        return None

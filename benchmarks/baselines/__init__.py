@@ -1,0 +1,1 @@
+"""Baseline controllers the benchmark runs next to slicectl, each in its own process."""

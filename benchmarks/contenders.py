@@ -1,0 +1,75 @@
+"""The controllers a benchmark run compares, each started in its own process.
+
+A contender is a command line: slicectl (``python -m slicectl run``, with its defaults or a
+``--batch-period``) or a baseline (``python -m benchmarks.baselines.naive``). Each gets a fresh
+process per scenario, watching only that scenario's namespace, so its CPU seconds and peak RSS
+(from /proc) are its own and not the driver's or the API server's.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import dataclass
+
+from benchmarks.apiserver import cpu_seconds, peak_rss_mb
+from benchmarks.driver import MANAGED_BY, MAX_PER_SLICE
+
+
+@dataclass(frozen=True)
+class Contender:
+    label: str
+    kind: str  # "slicectl" or "naive"
+    batch_period: float | None = None  # None: slicectl's default
+    extra: tuple[str, ...] = ()
+
+    def command(self, kubeconfig: str, namespace: str) -> list[str]:
+        if self.kind == "naive":
+            return [sys.executable, "-m", "benchmarks.baselines.naive", "--kubeconfig",
+                    kubeconfig, "--namespace", namespace, "--managed-by", MANAGED_BY,
+                    "--max-endpoints-per-slice", str(MAX_PER_SLICE)]
+        cmd = [sys.executable, "-m", "slicectl", "run", "--kubeconfig", kubeconfig,
+               "--namespace", namespace, "--managed-by", MANAGED_BY,
+               "--max-endpoints-per-slice", str(MAX_PER_SLICE),
+               "--metrics-bind-address", "0", "--health-probe-bind-address", "0",
+               "--log-level", "warning", "--log-format", "json"]
+        if self.batch_period is not None:
+            cmd += ["--batch-period", f"{self.batch_period:g}s"]
+        return cmd + list(self.extra)
+
+
+def batch_contender(seconds: float) -> Contender:
+    return Contender(f"slicectl --batch-period {seconds:g}s", "slicectl", seconds)
+
+
+DEFAULTS = Contender("slicectl (defaults)", "slicectl")
+BATCH_ZERO = batch_contender(0.0)
+NAIVE = Contender("naive", "naive")
+SWEEP = (0.0, 0.1, 0.25, 0.5, 1.0)
+
+
+class ControllerProcess:
+    """One contender's process; CPU seconds and peak RSS are read from /proc while it runs."""
+
+    def __init__(self, command: list[str], log_path: str) -> None:
+        self._log = open(log_path, "ab")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(command, stdout=self._log, stderr=subprocess.STDOUT)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def cpu(self) -> float:
+        return cpu_seconds(self.proc.pid)
+
+    def peak_rss_mb(self) -> float:
+        return peak_rss_mb(self.proc.pid)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._log.close()

@@ -1,0 +1,135 @@
+"""Run scenarios against contenders and collect one result record per (scenario, contender).
+
+Per run: a fresh namespace with the scenario's selectors, its prepared pods, then a fresh
+controller process. Once every selector is published and the slices match the pods, the
+counters are read (controller CPU, API server CPU, slice events on the watch, the server's slice
+write requests) and the body runs; after it, the run waits until the slices match the model
+again (``converge``), lets stray writes land, and reads the counters again. The differences are
+the run's figures. Runs happen one after the other, never side by side, so they do not share
+CPU.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchmarks.apiserver import EmbeddedServer, slice_write_requests
+from benchmarks.contenders import Contender, ControllerProcess
+from benchmarks.driver import Cluster
+from benchmarks.scenarios import Scenario
+from slicectl.kube.client import KubeClient
+
+SETTLE = 0.5  # seconds after convergence for stray writes to land in the counts
+
+
+@dataclass
+class Context:
+    client: KubeClient
+    kubeconfig: str
+    server: EmbeddedServer | None
+    out: Path
+    converge_limit: float
+    log: Callable[[str], None]
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
+
+
+def summary(values: list[float]) -> dict[str, Any]:
+    return {"n": len(values), "p50": percentile(values, 0.5), "p90": percentile(values, 0.9),
+            "p99": percentile(values, 0.99), "max": max(values) if values else None}
+
+
+async def _until(check: Callable[[], bool], limit: float, proc: ControllerProcess) -> bool:
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        if not proc.alive():
+            return False
+        await asyncio.sleep(0.02)
+    return False
+
+
+async def run_one(ctx: Context, scenario: Scenario, who: Contender) -> dict[str, Any]:
+    slug = "".join(ch if ch.isalnum() else "-" for ch in who.label.lower()).strip("-")
+    ns = f"bench-{scenario.name}-{uuid.uuid4().hex[:5]}"
+    c = Cluster(ctx.client, ns)
+    record: dict[str, Any] = {"scenario": scenario.name, "controller": who.label,
+                              "batch_period": who.batch_period, "namespace": ns}
+    await c.setup(scenario.selectors)
+    proc: ControllerProcess | None = None
+    try:
+        await scenario.prepare(c)
+        log_path = ctx.out / "logs" / f"{scenario.name}-{slug}.log"
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        proc = ControllerProcess(who.command(ctx.kubeconfig, ns), str(log_path))
+        selectors = list(scenario.selectors)
+        ready = await _until(lambda: c.view.selectors_published(selectors)
+                             and c.view.matches(c.model), ctx.converge_limit, proc)
+        if not ready:
+            record["error"] = f"controller not ready (see {log_path})"
+            return record
+        await asyncio.sleep(SETTLE)
+        c.view.reset()
+        c.changes = 0
+        events0 = Counter(c.view.events)
+        requests0 = await slice_write_requests(ctx.client)
+        cpu0 = proc.cpu()
+        server0 = ctx.server.cpu() if ctx.server else None
+        t0 = time.time()
+        start_slices = c.view.slice_count(selectors)
+        await scenario.body(c)
+        body_s = time.time() - t0
+        converge = await c.converge(ctx.converge_limit)
+        await asyncio.sleep(SETTLE)
+        cpu = proc.cpu() - cpu0
+        server_cpu = ctx.server.cpu() - server0 if ctx.server and server0 is not None else None
+        rss = proc.peak_rss_mb()
+        events = Counter(c.view.events)
+        events.subtract(events0)
+        requests = await slice_write_requests(ctx.client)
+        if requests is not None and requests0 is not None:
+            requests.subtract(requests0)
+        writes = events["c"] + events["u"] + events["d"]
+        record.update({
+            "pod_changes": c.changes,
+            "writes": {k: events[k] for k in "cud"},
+            "writes_total": writes,
+            "server_requests": None if requests is None else
+            {k: requests[k] for k in ("c", "u", "d", "409")},
+            "writes_per_change": writes / c.changes if c.changes else None,
+            "latency": {kind: summary(v) for kind, v in c.view.latency.items()},
+            "latency_all": summary([x for v in c.view.latency.values() for x in v]),
+            "latency_samples": {kind: [round(x, 5) for x in v]
+                                for kind, v in c.view.latency.items()},
+            "unpublished": len(c.view.expected),
+            "trigger": summary(list(c.view.trigger)),
+            "converge_s": converge,
+            "body_s": body_s,
+            "controller_cpu_s": cpu,
+            "server_cpu_s": server_cpu,
+            "peak_rss_mb": rss,
+            "slices": c.view.slice_count(selectors),
+            "ideal": c.ideal(selectors),
+            "problems": await c.verify(),
+            "timeline": [(0.0, start_slices)] + [(round(t - t0, 4), n)
+                                                 for t, n in c.view.timeline if t >= t0],
+        })
+        return record
+    finally:
+        if proc is not None:
+            proc.stop()
+        await c.teardown()
