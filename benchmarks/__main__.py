@@ -46,11 +46,25 @@ def machine() -> dict[str, Any]:
             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 
 
-def contenders(sweep: bool) -> list[Contender]:
-    chosen = [DEFAULTS, BATCH_ZERO, NAIVE]
-    if sweep:
-        chosen += [batch_contender(w) for w in SWEEP if w != 0.0]
-    return chosen
+CONTENDERS = ("defaults", "batch0", "naive", "sweep")
+
+
+def contenders(sweep: bool, chosen: set[str]) -> list[Contender]:
+    """The controllers to run: ``chosen`` among CONTENDERS (the sweep only where it applies)."""
+    out = [c for name, c in (("defaults", DEFAULTS), ("batch0", BATCH_ZERO), ("naive", NAIVE))
+           if name in chosen]
+    if sweep and "sweep" in chosen:
+        out += [batch_contender(w) for w in SWEEP if w != 0.0]
+    return out
+
+
+def controller_names(text: str) -> set[str]:
+    names = {part.strip() for part in text.split(",") if part.strip()}
+    unknown = names - set(CONTENDERS)
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown controllers {sorted(unknown)}; "
+                                         f"choose among {', '.join(CONTENDERS)}")
+    return names
 
 
 async def big_cluster(kubeconfig: str | None, quick: bool, out: Path) -> dict[str, Any]:
@@ -94,7 +108,7 @@ async def run(args: argparse.Namespace) -> int:
                         if scenario.sweep:
                             slices = len(scenario.selectors) * -(-sizes.pods // MAX_PER_SLICE)
                             rates[name] = sizes.flap_rate / slices
-                        for who in contenders(scenario.sweep):
+                        for who in contenders(scenario.sweep, args.controllers):
                             record = await run_one(ctx, scenario, who)
                             rows.append(record)
                             say(table([record]).splitlines()[-1])
@@ -144,6 +158,8 @@ def main() -> int:
     r.add_argument("--context", help="kubeconfig context")
     r.add_argument("--quick", action="store_true", help="small sizes (a CI smoke run)")
     r.add_argument("--out", required=True, type=Path, help="directory for results and plots")
+    r.add_argument("--controllers", type=controller_names, default=set(CONTENDERS),
+                   help="comma-separated subset of " + ",".join(CONTENDERS) + " (default: all)")
     args = p.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     from slicectl.obs.logging import configure_logging

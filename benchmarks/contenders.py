@@ -8,6 +8,7 @@ process per scenario, watching only that scenario's namespace, so its CPU second
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -32,7 +33,8 @@ class Contender:
                "--namespace", namespace, "--managed-by", MANAGED_BY,
                "--max-endpoints-per-slice", str(MAX_PER_SLICE),
                "--metrics-bind-address", "0", "--health-probe-bind-address", "0",
-               "--log-level", "warning", "--log-format", "json"]
+               "--log-level", os.environ.get("BENCH_CONTROLLER_LOG_LEVEL", "warning"),
+               "--log-format", "json"]
         if self.batch_period is not None:
             cmd += ["--batch-period", f"{self.batch_period:g}s"]
         return cmd + list(self.extra)

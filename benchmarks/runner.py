@@ -25,9 +25,11 @@ from benchmarks.apiserver import EmbeddedServer, slice_write_requests
 from benchmarks.contenders import Contender, ControllerProcess
 from benchmarks.driver import Cluster
 from benchmarks.scenarios import Scenario
+from slicectl.controller.sync import COMPACTION_QUIET
 from slicectl.kube.client import KubeClient
 
 SETTLE = 0.5  # seconds after convergence for stray writes to land in the counts
+COMPACTION_WAIT = COMPACTION_QUIET + 4.0  # longest wait for the ideal slice count
 
 
 @dataclass
@@ -94,6 +96,11 @@ async def run_one(ctx: Context, scenario: Scenario, who: Contender) -> dict[str,
         await scenario.body(c)
         body_s = time.time() - t0
         converge = await c.converge(ctx.converge_limit)
+        # Compaction runs once a selector has been quiet for a while: give it that time.
+        compact_start = time.monotonic()
+        ideal = c.ideal(selectors)
+        await _until(lambda: c.view.slice_count(selectors) <= ideal, COMPACTION_WAIT, proc)
+        compacted = time.monotonic() - compact_start
         await asyncio.sleep(SETTLE)
         cpu = proc.cpu() - cpu0
         server_cpu = ctx.server.cpu() - server0 if ctx.server and server0 is not None else None
@@ -118,6 +125,7 @@ async def run_one(ctx: Context, scenario: Scenario, who: Contender) -> dict[str,
             "unpublished": len(c.view.expected),
             "trigger": summary(list(c.view.trigger)),
             "converge_s": converge,
+            "compacted_s": compacted,
             "body_s": body_s,
             "controller_cpu_s": cpu,
             "server_cpu_s": server_cpu,

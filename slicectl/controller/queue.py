@@ -5,9 +5,18 @@ explicit because every one of them prevents a production bug:
 
 * a key is never handed to two workers at once;
 * a key added while it is being processed runs again after ``done`` (nothing is lost);
-* a pending key is held once: adding it again keeps the *earliest* ready time, so a burst of
-  pod events inside ``--batch-period`` costs one sync, ``batch-period`` after the first event
-  (batching from the first change, never a sliding window that a steady trickle could starve);
+* a pending key is held once: adding it again keeps the *earliest* ready time (never a sliding
+  window that a steady trickle could starve);
+* batching is leading-edge (``add(..., batch=W)``): a change to a key that has not been synced
+  for the window W is synced at once; only changes arriving within the window of the key's
+  last sync wait, until that sync's start + window. So an isolated change costs no delay and a
+  burst costs one sync per window. A key that keeps *growing* in a stream (before each of
+  ``STREAM_SYNCS`` syncs in a row: at least ``STREAM_CHANGES`` changes since the last sync,
+  none a removal: a scale-up, an initial creation) gets its window multiplied
+  by ``STREAM_GROWTH`` per further sync, up to ``STREAM_MAX_WINDOW``: its endpoints already
+  serve, and the newcomers cost one write per window instead of one per moment. Any sync
+  without such a stream puts the window back to W; so replacements (a rollout removes as
+  many as it adds) and independent changes keep the short window. 0 means no batching;
 * failures retry with per-key exponential backoff (floor 1 s, as upstream moved to because 5 ms
   hammered a failing API server; cap 5 min) under a global token bucket, and a key is never
   dropped however often it fails (upstream gives up after 15 tries and leaves stale slices
@@ -24,9 +33,41 @@ import asyncio
 import contextlib
 import heapq
 import itertools
+import math
 from dataclasses import dataclass
 
 from slicectl.kube.ratelimit import TokenBucket
+
+# Leading-edge batching (the batching delay; the retry backoff below is a separate policy).
+STREAM_CHANGES = 3  # changes since the last sync that make it streaming
+STREAM_SYNCS = 3  # streaming syncs in a row (without a removal) that make a stream
+STREAM_GROWTH = 4.0  # a streaming key's window grows by this factor per sync ...
+STREAM_MAX_WINDOW = 2.0  # ... up to this many seconds (or the base window, if that is larger)
+_EDGE_PRUNE_EVERY = 1024  # gets between sweeps of the per-key batching state
+
+
+@dataclass(slots=True)
+class _Edge:
+    """Per-key batching state: when the key was last synced and its current window."""
+
+    base: float
+    window: float
+    last_sync: float = -math.inf
+    streak: int = 0  # streaming syncs in a row
+    removal: bool = False  # a change since the last sync removed or unreadied an endpoint
+    changes: int = 0  # changes since the last sync
+
+    def synced(self, now: float) -> None:
+        """The key goes to a worker now: grow the window while a growing stream goes on."""
+        streaming = self.changes >= STREAM_CHANGES and not self.removal
+        self.removal = False
+        self.changes = 0
+        self.streak = self.streak + 1 if streaming else 0
+        if self.streak >= STREAM_SYNCS:
+            self.window = min(max(self.base, STREAM_MAX_WINDOW), self.window * STREAM_GROWTH)
+        elif not streaming:
+            self.window = self.base
+        self.last_sync = now
 
 
 class ShutDown(Exception):
@@ -70,6 +111,8 @@ class WorkQueue:
         self._failures: dict[str, int] = {}
         self._oldest_change: dict[str, float] = {}  # key -> wall time of oldest unsynced change
         self._in_flight_change: dict[str, float] = {}
+        self._edges: dict[str, _Edge] = {}  # leading-edge batching state per key
+        self._gets = 0
         self._wakeup = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
@@ -78,12 +121,18 @@ class WorkQueue:
 
     # -- producers -------------------------------------------------------------------------
 
-    def add(self, key: str, delay: float = 0.0, *, changed_at: float | None = None) -> None:
+    def add(
+        self, key: str, delay: float = 0.0, *, changed_at: float | None = None,
+        batch: float | None = None, removal: bool = False,
+    ) -> None:
         """Schedule ``key`` ``delay`` seconds from now (earlier schedules win).
 
         ``changed_at`` is the wall-clock time of the change that caused this add; the oldest one
         per key becomes the trigger time of the next sync. Adds without one (retries, status
         refreshes) carry no change and so never make a trigger time look older than it is.
+        ``batch`` (seconds) asks for leading-edge batching instead of a fixed delay: at once if
+        the key has not been synced within its window, else at its last sync + the window.
+        ``removal`` marks a change that removes (or unreadies) an endpoint: no growing stream.
         """
         if self._shutdown:
             return
@@ -92,7 +141,17 @@ class WorkQueue:
             prev = self._oldest_change.get(key)
             if prev is None or changed_at < prev:
                 self._oldest_change[key] = changed_at
-        ready = self._loop.time() + max(0.0, delay)
+        now = self._loop.time()
+        if batch is not None and batch > 0:
+            edge = self._edges.get(key)
+            if edge is None:
+                edge = self._edges[key] = _Edge(batch, batch)
+            elif edge.base != batch:
+                edge.base, edge.window = batch, max(batch, min(edge.window, STREAM_MAX_WINDOW))
+            edge.changes += 1
+            edge.removal = edge.removal or removal
+            delay = max(delay, edge.last_sync + edge.window - now)
+        ready = now + max(0.0, delay)
         if key in self._processing:
             cur = self._dirty.get(key)
             if cur is None or ready < cur:
@@ -142,6 +201,7 @@ class WorkQueue:
                 heapq.heappop(self._heap)
                 del self._ready_at[key]
                 self._processing.add(key)
+                self._edge_synced(key, now)
                 trigger = self._oldest_change.pop(key, None)
                 if trigger is not None:
                     self._in_flight_change[key] = trigger
@@ -185,6 +245,18 @@ class WorkQueue:
         await self._idle.wait()
 
     # -- internals -------------------------------------------------------------------------
+
+    def _edge_synced(self, key: str, now: float) -> None:
+        edge = self._edges.get(key)
+        if edge is not None:
+            edge.synced(now)
+        self._gets += 1
+        if self._gets % _EDGE_PRUNE_EVERY == 0:  # forget keys quiet for longer than a window
+            stale = [k for k, e in self._edges.items()
+                     if now - e.last_sync > e.window and k not in self._ready_at
+                     and k not in self._dirty and k not in self._processing]
+            for k in stale:
+                del self._edges[k]
 
     def _schedule(self, key: str, ready: float) -> None:
         self._idle.clear()

@@ -4,8 +4,9 @@ Informer handlers must be cheap (they run inline with the watch stream), so each
 index and adds keys to the queue — no listing, no scanning of every selector:
 
 * a **pod** event finds its selectors through the inverted :class:`SelectorIndex`, filtered by
-  the upstream rule (a pure relabel syncs only the selectors the pod entered or left) and is
-  delayed by ``--batch-period`` so bursts coalesce;
+  the upstream rule (a pure relabel syncs only the selectors the pod entered or left), and is
+  batched leading-edge over ``--batch-period`` (see :mod:`slicectl.controller.queue`): at once
+  for a quiet selector, else with the burst;
 * a **selector** event syncs that selector at once. A selector that turns invalid stays indexed
   under its last valid spec (same uid), so pod events keep reaching it and its slices keep
   following that spec's pods (see :mod:`slicectl.controller.sync`); :meth:`Router.selector`
@@ -16,6 +17,12 @@ index and adds keys to the queue — no listing, no scanning of every selector:
 * a **relist** of slices settles the tracker's expectations and syncs the selectors whose
   slices vanished while no watch was open;
 * a **node** event whose zone changed syncs the selectors of the pods on that node.
+
+Each change carries its trigger time, as upstream computes ``last-change-trigger-time``: for a
+pod whose Ready condition changed (or that appeared with one), that condition's
+``lastTransitionTime``; otherwise the time the change was observed (the records carry no better
+change time). The queue keeps the oldest per selector: the oldest change the next write
+reflects.
 
 Queue keys are ``<api group>/<namespace>/<name>`` so two selector flavours with the same name in
 one namespace never share a key or each other's slices.
@@ -31,6 +38,7 @@ from slicectl.cache.index import PodIndex, SelectorIndex, selectors_to_sync
 from slicectl.controller.queue import WorkQueue
 from slicectl.controller.tracker import SliceTracker
 from slicectl.model.records import NodeRecord, PodRecord, SelectorRecord, SelectorRef, SliceRecord
+from slicectl.model.timefmt import parse_rfc3339
 
 
 def selector_key(ref: SelectorRef, namespace: str, name: str) -> str:
@@ -83,10 +91,16 @@ class Router:
     def slices_of(self, key: str) -> Iterable[SliceRecord]:
         return self._slices.get(key, {}).values()
 
-    def _enqueue(self, keys: Iterable[str], delay: float) -> None:
+    def _enqueue(self, keys: Iterable[str], batch: bool, changed_at: float | None = None,
+                 removal: bool = True) -> None:
+        """Queue ``keys``: leading-edge batched for ``batch`` (pod, node, slice events), at once
+        otherwise; ``changed_at`` is the change's trigger time (default: now); only changes
+        that cannot remove an endpoint (``removal=False``) may grow a key's batch window."""
         now = time.time()
+        when = now if changed_at is None else min(changed_at, now)
+        window = self.batch_period if batch else None
         for key in keys:
-            self.queue.add(key, delay, changed_at=now)
+            self.queue.add(key, changed_at=when, batch=window, removal=removal)
 
     # -- pods -------------------------------------------------------------------------------
 
@@ -106,17 +120,20 @@ class Router:
     def pod_added(self, new: PodRecord) -> None:
         self.pods.on_add(new)
         self._index_node(None, new)
-        self._enqueue(self._pod_keys(None, new), self.batch_period)
+        self._enqueue(self._pod_keys(None, new), True, parse_rfc3339(new.ready_transition),
+                      removal=False)
 
     def pod_updated(self, old: PodRecord, new: PodRecord) -> None:
         self.pods.on_update(old, new)
         self._index_node(old, new)
-        self._enqueue(self._pod_keys(old, new), self.batch_period)
+        keys = self._pod_keys(old, new)
+        if keys:
+            self._enqueue(keys, True, pod_trigger_time(old, new), removal=_removes(old, new))
 
     def pod_deleted(self, old: PodRecord) -> None:
         self.pods.on_delete(old)
         self._index_node(old, None)
-        self._enqueue(self._pod_keys(old, None), self.batch_period)
+        self._enqueue(self._pod_keys(old, None), True)
 
     # -- selectors --------------------------------------------------------------------------
 
@@ -135,7 +152,7 @@ class Router:
 
     def selector_added(self, new: SelectorRecord) -> None:
         self._index_selector(new)
-        self._enqueue([record_key(new)], 0.0)
+        self._enqueue([record_key(new)], False)
 
     def selector_updated(self, old: SelectorRecord, new: SelectorRecord) -> None:
         self._index_selector(new)
@@ -143,12 +160,12 @@ class Router:
         if (old.generation, old.labels, old.deleting, old.uid, old.error) != (
             new.generation, new.labels, new.deleting, new.uid, new.error
         ):
-            self._enqueue([record_key(new)], 0.0)
+            self._enqueue([record_key(new)], False)
 
     def selector_deleted(self, old: SelectorRecord) -> None:
         self.selectors.remove(record_key(old))
         self._invalid.pop(record_key(old), None)
-        self._enqueue([record_key(old)], 0.0)
+        self._enqueue([record_key(old)], False)
 
     # -- slices -----------------------------------------------------------------------------
 
@@ -179,11 +196,11 @@ class Router:
         return keys
 
     def _wake_waiting(self, keys: Iterable[str]) -> None:
-        self._enqueue([k for k in keys if self.tracker.take_waiting(k)], 0.0)
+        self._enqueue([k for k in keys if self.tracker.take_waiting(k)], False)
 
     def slice_added(self, new: SliceRecord) -> None:
         keys = self._store_slice(new)
-        self._enqueue([k for k in keys if self.tracker.observe(k, new)], self.batch_period)
+        self._enqueue([k for k in keys if self.tracker.observe(k, new)], True)
         self._wake_waiting(keys)
 
     def slice_updated(self, old: SliceRecord, new: SliceRecord) -> None:
@@ -193,18 +210,18 @@ class Router:
         for key in moved:
             self.tracker.observe_deletion(key, old.uid)
         changed = [k for k in keys if self.tracker.observe(k, new)]
-        self._enqueue([*changed, *moved], self.batch_period)
+        self._enqueue([*changed, *moved], True)
         self._wake_waiting(keys)
 
     def slice_deleted(self, old: SliceRecord) -> None:
         keys = self._drop_slice(old.uid) or self._keys_for_slice(old)
-        self._enqueue([k for k in keys if self.tracker.observe_deletion(k, old.uid)], 0.0)
+        self._enqueue([k for k in keys if self.tracker.observe_deletion(k, old.uid)], False)
         self._wake_waiting(keys)
 
     def slices_relisted(self, namespace: str | None, listed_at: float) -> None:
         """A relist of slices (in ``namespace``, or all) started at ``listed_at`` completed."""
         present = self._slice_keys.keys()
-        self._enqueue(self.tracker.reconcile_relist(present, listed_at, namespace), 0.0)
+        self._enqueue(self.tracker.reconcile_relist(present, listed_at, namespace), False)
 
     # -- nodes ------------------------------------------------------------------------------
 
@@ -212,7 +229,7 @@ class Router:
         keys: set[str] = set()
         for pod in self._pods_by_node.get(name, {}).values():
             keys |= self.selectors.matching_keys(pod.namespace, pod.labels)
-        self._enqueue(keys, self.batch_period)
+        self._enqueue(keys, True)
 
     def node_added(self, new: NodeRecord) -> None:
         self._node_changed(new.name)
@@ -223,3 +240,19 @@ class Router:
 
     def node_deleted(self, old: NodeRecord) -> None:
         self._node_changed(old.name)
+
+
+def pod_trigger_time(old: PodRecord, new: PodRecord) -> float | None:
+    """The trigger time of a pod update: its Ready transition time if that changed, else None
+    (the time it is observed)."""
+    if new.ready_transition and new.ready_transition != old.ready_transition:
+        return parse_rfc3339(new.ready_transition)
+    return None
+
+
+def _removes(old: PodRecord, new: PodRecord) -> bool:
+    """Whether a pod update may take an endpoint away or unready it (rather than add one)."""
+    if not old.pod_ips:
+        return False  # it listed nothing before: an update can only add
+    return (new.pod_ips != old.pod_ips or new.terminating or old.labels != new.labels
+            or (old.ready and not new.ready))

@@ -51,6 +51,13 @@ from slicectl.reconcile import Plan, Settings, plan
 
 log = structlog.get_logger("slicectl.sync")
 
+# Compaction of fragmented selectors (see reconcile/pack.py): a selector left above its ideal
+# slice count is synced again once it has had no change for COMPACTION_QUIET seconds, and that
+# sync may spend up to COMPACTION_WRITES extra writes. Churn in flight (a rollout) is never
+# compacted, and a selector costs at most COMPACTION_WRITES extra writes per quiet period.
+COMPACTION_WRITES = 3
+COMPACTION_QUIET = 1.0
+
 FinalSlice = tuple[tuple[str, tuple[EndpointPort, ...]], tuple[Endpoint, ...]]
 
 
@@ -138,10 +145,20 @@ class Syncer:
         self._status_period = status_period
         self._clock = clock
         self._last_status_write: dict[str, float] = {}
+        self._last_change: dict[str, float] = {}  # key -> last sync that carried a change
 
     def forget(self, key: str) -> None:
         self._tracker.forget(key)
         self._last_status_write.pop(key, None)
+        self._last_change.pop(key, None)
+
+    def _compaction_budget(self, key: str, trigger: float | None) -> tuple[int, float]:
+        """Extra writes this sync may spend, and how long the selector has been quiet."""
+        now = self._clock()
+        if trigger is not None:
+            self._last_change[key] = now
+        quiet = now - self._last_change.get(key, now - COMPACTION_QUIET)
+        return (COMPACTION_WRITES if quiet >= COMPACTION_QUIET else 0), quiet
 
     def _effective(
         self, sel: SelectorRecord, cached: list[SliceRecord]
@@ -189,7 +206,9 @@ class Syncer:
             self._warn(sel, REASON_INVALID_SPEC, invalid.message)
         existing = [s for s in cached if not s.terminating]
         # plan() selects the pods itself: matching here too would do it twice per sync.
-        the_plan = plan(spec, pods, self._in.nodes(), existing, self._settings)
+        budget, quiet = self._compaction_budget(key, trigger)
+        the_plan = plan(spec, pods, self._in.nodes(), existing, self._settings,
+                        compaction_budget=budget)
         trigger_time = rfc3339_nano(trigger) if trigger is not None else None
         result = WriteResult()
         try:
@@ -218,6 +237,10 @@ class Syncer:
         )
         final = final_slices(existing, the_plan)
         retry = await self._report(key, sel, invalid or Outcome(final_counts(final)))
+        if len(final) > the_plan.desired_slices and (budget == 0 or the_plan.writes > 0):
+            # Fragmented: look again once quiet (or after this compaction step, if it helped).
+            again = max(COMPACTION_QUIET - quiet, 0.0) if budget == 0 else COMPACTION_QUIET
+            retry = again if retry is None else min(retry, again)
         groups: dict[object, int] = {}
         for group, eps in final:
             groups[group] = groups.get(group, 0) + len(eps)

@@ -30,3 +30,14 @@ def rfc3339_nano(timestamp: float) -> str:
     """A Unix timestamp as RFC 3339 with nanosecond field width, UTC."""
     dt = datetime.fromtimestamp(timestamp, UTC)
     return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond:06d}000Z"
+
+
+def parse_rfc3339(text: str | None) -> float | None:
+    """An RFC 3339 time (``Z`` or an offset, optional fraction) as a Unix timestamp; None if
+    absent or malformed."""
+    if not text:
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None

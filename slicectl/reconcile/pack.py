@@ -1,15 +1,28 @@
 """Packing one group (family + port list): which existing slices to keep, rewrite or empty, and
-where new endpoints go. This is upstream's ``reconcileByPortMapping`` heuristic, improved.
+where new endpoints go. Upstream's ``reconcileByPortMapping`` heuristic, improved to keep the
+slice count at the ideal ``ceil(endpoints / max)`` without spending writes it does not need:
 
 1. Walk the existing slices (by name): keep the desired copy of each endpoint still wanted,
    drop the rest; an endpoint found in an earlier slice is dropped (duplicates heal). A slice
    whose endpoints or labels differ must be rewritten; one left with no endpoint is emptied.
-2. New endpoints first fill slices being rewritten anyway, fullest first, then emptied slices
-   (turning a delete into an update costs nothing and saves a write elsewhere).
-3. What is left goes into new full slices; a final remainder below the maximum goes into the
-   untouched slice it fits best (all of it, or none), else into one more new slice.
+2. New endpoints (oldest pod first) first fill slices being rewritten anyway, fullest first,
+   then emptied slices (turning a delete into an update costs nothing). So a rollout that
+   deletes old pods and adds new ones replaces them in place, in one write.
+3. What is left goes into new slices only as long as the group stays within its ideal count
+   (full ones first). A remainder goes into the untouched slice it fits best (all of it, one
+   write), else into a new slice if that is still within the ideal, else into the untouched
+   slices with the most room (fill before creating: a write now instead of a fragmented
+   group that would need compaction later).
+4. Free compaction: slices written anyway (rewritten or created) are merged while their
+   endpoints fit in fewer of them, smallest first. An update becomes a delete, a create
+   disappears: never an extra write.
+5. Budgeted compaction (``extra_writes`` > 0; the controller grants a budget only to a
+   selector that has been quiet for a while, so churn in flight is never compacted): while
+   the group is above its ideal count, the smallest untouched slice is emptied into slices
+   with room (those written anyway first), if that costs at most the writes left in the
+   budget (its delete, plus one update per untouched slice that receives endpoints).
 
-Linear in the endpoints: everything is a dict lookup by endpoint identity.
+Linear in the endpoints apart from sorting the slots: everything is a lookup by identity.
 """
 
 from __future__ import annotations
@@ -25,10 +38,15 @@ from slicectl.reconcile.types import SliceSpec, SliceUpdate
 
 @dataclass(slots=True, eq=False)
 class _Slot:
-    """An existing slice during packing, with the endpoints it will hold."""
+    """A slice during packing (an existing one, or a create when ``record`` is None), with the
+    endpoints it will hold."""
 
-    record: SliceRecord
+    record: SliceRecord | None
     endpoints: list[Endpoint]
+
+    @property
+    def name(self) -> str:
+        return self.record.name if self.record is not None else "~"
 
 
 @dataclass(slots=True)
@@ -39,6 +57,7 @@ class GroupResult:
     emptied: list[SliceRecord] = field(default_factory=list)  # to delete, or to recycle
     added: int = 0
     removed: int = 0
+    extra_writes: int = 0  # writes spent on budgeted compaction
 
 
 def pack_group(
@@ -47,10 +66,11 @@ def pack_group(
     existing: Iterable[SliceRecord],
     labels: Mapping[str, str],
     max_endpoints: int,
+    extra_writes: int = 0,
 ) -> GroupResult:
     result = GroupResult()
     remaining = dict(desired)
-    rewrite: list[_Slot] = []
+    written: list[_Slot] = []  # rewritten anyway, refilled, or created
     untouched: list[_Slot] = []
     empty: list[_Slot] = []
     for record in sorted(existing, key=lambda s: s.name):
@@ -68,45 +88,79 @@ def pack_group(
         if not kept:
             empty.append(slot)
         elif changed or record.labels != labels:
-            rewrite.append(slot)
+            written.append(slot)
         else:
             untouched.append(slot)
 
     new = list(remaining.values())  # oldest pods first: see desired.age_order
     result.added = len(new)
-    taken = 0
-    # Phase 2: slices written anyway, fullest first; then emptied ones (a delete saved).
-    rewrite.sort(key=lambda s: (-len(s.endpoints), s.record.name))
-    for slot in [*rewrite, *empty]:
+    ideal = -(-len(desired) // max_endpoints)
+    # 2. Slices written anyway, fullest first; then emptied ones (a delete saved).
+    written.sort(key=lambda s: (-len(s.endpoints), s.name))
+    taken = _fill([*written, *empty], new, 0, max_endpoints)
+    written += [s for s in empty if s.endpoints]
+    empty = [s for s in empty if not s.endpoints]
+
+    # 3. New slices as long as the group stays within its ideal count, full ones first; the
+    #    rest into the best-fitting untouched slice, else into the untouched slices with the
+    #    most room (fill before creating), else (no room left) into more new slices.
+    allowed = ideal - len(written) - len(untouched)
+    while len(new) - taken >= max_endpoints and allowed > 0:
+        written.append(_Slot(None, new[taken : taken + max_endpoints]))
+        taken += max_endpoints
+        allowed -= 1
+    rest = len(new) - taken
+    best = _best_fit(untouched, rest, max_endpoints) if rest else None
+    if best is not None:
+        _touch(best, untouched, written).endpoints.extend(new[taken:])
+        taken = len(new)
+    elif rest and allowed > 0:
+        written.append(_Slot(None, new[taken:]))
+        taken = len(new)
+    for slot in sorted(untouched, key=lambda s: (len(s.endpoints), s.name)):
+        if taken == len(new):
+            break
+        _touch(slot, untouched, written)
+        taken = _fill([slot], new, taken, max_endpoints)
+    while taken < len(new):
+        written.append(_Slot(None, new[taken : taken + max_endpoints]))
+        taken += max_endpoints
+
+    # 4. Free compaction among the slices written anyway.
+    empty += _merge_written(written, max_endpoints)
+    # 5. Budgeted compaction.
+    if extra_writes > 0:
+        result.extra_writes = _compact(written, untouched, empty, ideal, max_endpoints,
+                                       extra_writes)
+
+    result.emptied = [s.record for s in empty if s.record is not None]
+    for slot in sorted(written, key=lambda s: s.name):
+        spec = _spec(group, slot.endpoints, labels)
+        if slot.record is None:
+            result.creates.append(spec)
+        else:
+            result.updates.append(SliceUpdate(slot.record, spec))
+    result.kept = [s.record for s in untouched if s.record is not None]
+    return result
+
+
+def _fill(slots: list[_Slot], new: list[Endpoint], taken: int, max_endpoints: int) -> int:
+    """Top up ``slots`` in order with ``new[taken:]``; returns how many are taken now."""
+    for slot in slots:
         if taken == len(new):
             break
         room = max_endpoints - len(slot.endpoints)
         if room > 0:
             slot.endpoints.extend(new[taken : taken + room])
             taken = min(taken + room, len(new))
-    refilled = [s for s in empty if s.endpoints]
-    rewrite.extend(refilled)
-    result.emptied = [s.record for s in empty if not s.endpoints]
+    return taken
 
-    # Phase 3: new full slices; a final remainder may fill the best-fitting untouched slice.
-    while taken < len(new):
-        rest = len(new) - taken
-        best = _best_fit(untouched, rest, max_endpoints) if rest < max_endpoints else None
-        if best is not None:
-            best.endpoints.extend(new[taken:])
-            untouched.remove(best)
-            rewrite.append(best)
-            break
-        chunk = new[taken : taken + max_endpoints]
-        taken += len(chunk)
-        result.creates.append(_spec(group, chunk, labels))
 
-    result.updates = [
-        SliceUpdate(s.record, _spec(group, s.endpoints, labels))
-        for s in sorted(rewrite, key=lambda s: s.record.name)
-    ]
-    result.kept = [s.record for s in untouched]
-    return result
+def _touch(slot: _Slot, untouched: list[_Slot], written: list[_Slot]) -> _Slot:
+    """Move an untouched slot to the written ones (it will be updated)."""
+    untouched.remove(slot)
+    written.append(slot)
+    return slot
 
 
 def _best_fit(slots: list[_Slot], rest: int, max_endpoints: int) -> _Slot | None:
@@ -118,6 +172,63 @@ def _best_fit(slots: list[_Slot], rest: int, max_endpoints: int) -> _Slot | None
         if 0 <= gap < best_gap:
             best, best_gap = slot, gap
     return best
+
+
+def _move_all(donor: _Slot, receivers: list[_Slot], max_endpoints: int) -> None:
+    """Move every endpoint of ``donor`` into ``receivers`` (fullest first); they must fit."""
+    eps = donor.endpoints
+    donor.endpoints = []
+    _fill(sorted(receivers, key=lambda s: (-len(s.endpoints), s.name)), eps, 0, max_endpoints)
+
+
+def _merge_written(written: list[_Slot], max_endpoints: int) -> list[_Slot]:
+    """Empty the smallest written slots into the other written ones while they fit; returns
+    the emptied existing slots (their update becomes a delete; an emptied create vanishes)."""
+    emptied: list[_Slot] = []
+    while len(written) > 1:
+        donor = min(written, key=lambda s: (len(s.endpoints), s.record is not None, s.name))
+        others = [s for s in written if s is not donor]
+        if sum(max_endpoints - len(s.endpoints) for s in others) < len(donor.endpoints):
+            break
+        _move_all(donor, others, max_endpoints)
+        written.remove(donor)
+        if donor.record is not None:
+            emptied.append(donor)
+    return emptied
+
+
+def _compact(written: list[_Slot], untouched: list[_Slot], empty: list[_Slot], ideal: int,
+             max_endpoints: int, budget: int) -> int:
+    """Empty the smallest untouched slots into slots with room while the group is above its
+    ideal count and the budget lasts; returns the extra writes spent."""
+    spent = 0
+    while untouched and len(written) + len(untouched) > ideal:
+        donor = min(untouched, key=lambda s: (len(s.endpoints), s.name))
+        need = len(donor.endpoints)
+        receivers: list[_Slot] = []
+        room = 0
+        cost = 1  # the donor's delete
+        candidates = sorted((s for s in written if len(s.endpoints) < max_endpoints),
+                            key=lambda s: -len(s.endpoints))
+        candidates += sorted((s for s in untouched if s is not donor
+                              and len(s.endpoints) < max_endpoints),
+                             key=lambda s: len(s.endpoints))  # most room first
+        for slot in candidates:
+            if room >= need:
+                break
+            receivers.append(slot)
+            room += max_endpoints - len(slot.endpoints)
+            cost += slot in untouched
+        if room < need or spent + cost > budget:
+            break
+        for slot in receivers:
+            if slot in untouched:
+                _touch(slot, untouched, written)
+        untouched.remove(donor)
+        _move_all(donor, receivers, max_endpoints)
+        empty.append(donor)
+        spent += cost
+    return spent
 
 
 def _spec(group: GroupKey, endpoints: list[Endpoint], labels: Mapping[str, str]) -> SliceSpec:

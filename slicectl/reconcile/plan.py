@@ -6,6 +6,11 @@ terminating), which are deleted outright (owned by another selector UID: never r
 family / port list no longer wanted: reusable), the single placeholder slice when nothing is
 published, and recycling: a create paired with a reusable delete of the same address type
 becomes one update of that slice. No write is planned when nothing changed.
+
+``compaction_budget`` is the number of extra writes (beyond the fewest) the plan may spend to
+bring fragmented groups back to their ideal slice count (see :mod:`slicectl.reconcile.pack`);
+with 0 (the default) the plan is the fewest writes, and merging slices written anyway is the
+only compaction.
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ def plan(
     nodes: Mapping[str, NodeRecord],
     existing_slices: Iterable[SliceRecord],
     settings: Settings,
+    *,
+    compaction_budget: int = 0,
 ) -> Plan:
     """The writes that make ``existing_slices`` list exactly the pods ``selector`` selects.
 
@@ -68,7 +75,9 @@ def plan(
     kept = 0
     added = 0
     for group in sorted(desired.groups, key=_group_order):
-        result = pack_group(group, desired.groups[group], by_group[group], labels, max_n)
+        result = pack_group(group, desired.groups[group], by_group[group], labels, max_n,
+                            compaction_budget)
+        compaction_budget -= result.extra_writes
         creates += result.creates
         updates += result.updates
         reusable += result.emptied

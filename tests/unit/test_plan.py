@@ -62,11 +62,14 @@ class TestPacking:
         assert (len(update.existing.endpoints), len(update.spec.endpoints)) == (62, 89)
         assert p.endpoints_added == 127 and p.endpoints_removed == 0
 
-    def test_74_74_plus_300(self) -> None:
+    def test_74_74_plus_300_fills_before_creating(self) -> None:
+        # Upstream creates [100, 52] (4 slices for 300); a new slice for the 52 would put the
+        # group above its ideal 3, and the two untouched slices have room for it.
         sel = make_selector()
         cluster = seed(sel, [74, 74])
         p = plan(sel, pods_range(300), NODES, cluster.slices, S100)
-        assert sizes(p) == [100, 52] and not p.updates and not p.deletes
+        assert sizes(p) == [100] and not p.deletes
+        assert sorted(len(u.spec.endpoints) for u in p.updates) == [100, 100]
 
     def test_update_packing_goes_to_fullest(self) -> None:
         sel = make_selector()

@@ -6,7 +6,16 @@ import asyncio
 
 import pytest
 
-from slicectl.controller.queue import Backoff, ShutDown, WorkQueue
+from slicectl.controller.queue import (
+    STREAM_CHANGES,
+    STREAM_GROWTH,
+    STREAM_MAX_WINDOW,
+    STREAM_SYNCS,
+    Backoff,
+    ShutDown,
+    WorkQueue,
+    _Edge,
+)
 from slicectl.kube.ratelimit import TokenBucket
 
 
@@ -168,3 +177,86 @@ def test_try_take_never_borrows_and_full_reports_a_refilled_bucket() -> None:
     assert bucket.try_take()
     now[0] += 5.0
     assert bucket.full()
+
+
+async def test_leading_edge_quiet_key_runs_at_once_then_waits_for_the_window() -> None:
+    q = WorkQueue()
+    loop = asyncio.get_running_loop()
+    q.add("k", batch=0.3, changed_at=1.0)
+    key, _, _ = await asyncio.wait_for(q.get(), timeout=5)  # nothing synced recently: at once
+    started = loop.time()
+    q.done(key)
+    q.add("k", batch=0.3, changed_at=2.0)
+    with pytest.raises(TimeoutError):  # within the window of the last sync: held back
+        await asyncio.wait_for(q.get(), timeout=0.05)
+    q.add("k", batch=0.3, changed_at=3.0)  # more changes do not push it out (no sliding)
+    key, _, trigger = await asyncio.wait_for(q.get(), timeout=5)
+    assert loop.time() - started >= 0.3 - 0.01
+    assert trigger == 2.0, "the oldest change the sync reflects"
+
+
+async def test_change_during_a_sync_waits_for_the_window_from_the_sync_start() -> None:
+    q = WorkQueue()
+    loop = asyncio.get_running_loop()
+    q.add("k", batch=0.2)
+    await q.get()
+    started = loop.time()
+    q.add("k", batch=0.2)  # arrives while the key is being processed
+    q.done("k")
+    await asyncio.wait_for(q.get(), timeout=5)
+    assert loop.time() - started >= 0.2 - 0.01
+
+
+async def test_key_quiet_for_the_window_is_leading_edge_again() -> None:
+    q = WorkQueue()
+    q.add("k", batch=0.05)
+    await q.get()
+    q.done("k")
+    await asyncio.sleep(0.1)
+    q.add("k", batch=0.05)
+    _, waited, _ = await asyncio.wait_for(q.get(), timeout=5)
+    assert waited >= 0.0 and q.idle() is False
+
+
+async def test_batch_zero_is_no_batching() -> None:
+    q = WorkQueue()
+    for _ in range(3):
+        q.add("k", batch=0.0)
+        await asyncio.wait_for(q.get(), timeout=5)
+        q.done("k")
+    assert q.idle()
+
+
+def test_stream_grows_the_window_and_a_quiet_sync_resets_it() -> None:
+    e = _Edge(0.1, 0.1)
+    for n in range(STREAM_SYNCS):
+        assert e.window == 0.1, "one busy window is a burst, not yet a stream"
+        e.changes = STREAM_CHANGES
+        e.synced(10.0 + n)
+    assert e.window == pytest.approx(0.1 * STREAM_GROWTH) and e.last_sync == 9.0 + STREAM_SYNCS
+    assert e.changes == 0
+    for step in range(10):  # a stream that goes on grows the window up to the cap
+        now = 11.0 + step
+        e.changes = STREAM_CHANGES
+        e.synced(now)
+    assert e.window == STREAM_MAX_WINDOW
+    e.changes = STREAM_CHANGES - 1  # one change short of a stream
+    e.synced(20.0)
+    assert e.window == 0.1
+
+
+def test_a_removal_in_the_window_is_no_growing_stream() -> None:
+    e = _Edge(0.1, 0.1)
+    for n in range(STREAM_SYNCS + 2):
+        e.changes = STREAM_CHANGES
+        e.removal = n % 2 == 1  # a rollout: removals between the additions
+        e.synced(10.0 + n)
+        assert e.window == 0.1
+
+
+async def test_removal_flag_reaches_the_edge_and_is_reset_by_the_sync() -> None:
+    q = WorkQueue()
+    q.add("k", batch=0.1, removal=True)
+    assert q._edges["k"].removal
+    await q.get()
+    assert not q._edges["k"].removal

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import replace
+from datetime import UTC, datetime
 
 import pytest
 
@@ -49,7 +51,7 @@ def a_slice(uid: str, name: str = "web", generation: int = 1, group: str = "slic
         owner=owner, ports=(), endpoints=())
 
 
-async def test_pod_events_queue_only_matching_selectors_after_the_batch_period() -> None:
+async def test_pod_events_queue_only_matching_selectors_leading_edge() -> None:
     r = router()
     web, api = make_selector("web"), make_selector("api", uid="u2")
     r.selector_added(web)
@@ -57,8 +59,39 @@ async def test_pod_events_queue_only_matching_selectors_after_the_batch_period()
     drain(r)
     r.pod_added(make_pod("p1", "10.0.0.1", labels={"app": "web"}))
     assert pending(r) == {record_key(web)}
-    with pytest.raises(TimeoutError):  # held back by the batch period, not runnable yet
+    key, _, _ = await asyncio.wait_for(r.queue.get(), timeout=5)  # quiet selector: at once
+    assert key == record_key(web)
+    r.queue.done(key)
+    r.pod_added(make_pod("p2", "10.0.0.2", labels={"app": "web"}))
+    assert pending(r) == {record_key(web)}
+    with pytest.raises(TimeoutError):  # within the batch period of the last sync: it waits
         await asyncio.wait_for(r.queue.get(), timeout=0.05)
+
+
+async def test_trigger_time_is_the_ready_transition_else_the_observed_time() -> None:
+    r = router()
+    web = make_selector("web")
+    r.selector_added(web)
+    pending_pod = replace(make_pod("p1", "10.0.0.1", labels={"app": "web"}), ready=False)
+    r.pod_added(pending_pod)
+    drain(r)
+    ready = replace(pending_pod, ready=True, ready_transition="2020-01-02T03:04:05Z",
+                    resource_version="2")
+    r.pod_updated(pending_pod, ready)
+    _, _, trigger = await asyncio.wait_for(r.queue.get(), timeout=5)
+    assert trigger == datetime(2020, 1, 2, 3, 4, 5, tzinfo=UTC).timestamp()
+    drain(r)
+    before = time.time()
+    moved = replace(ready, pod_ips=("10.0.0.9",), resource_version="3")
+    r.pod_updated(ready, moved)  # same Ready transition: the change is dated when observed
+    _, _, trigger = await asyncio.wait_for(r.queue.get(), timeout=5)
+    assert trigger is not None and before <= trigger <= time.time()
+    drain(r)
+    future = replace(moved, ready=False, ready_transition="2999-01-01T00:00:00Z",
+                     resource_version="4")
+    r.pod_updated(moved, future)  # a clock ahead of ours never dates a change in the future
+    _, _, trigger = await asyncio.wait_for(r.queue.get(), timeout=5)
+    assert trigger is not None and trigger <= time.time()
 
 
 async def test_pure_relabel_syncs_only_the_selectors_entered_and_left() -> None:

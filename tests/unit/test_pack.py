@@ -1,0 +1,176 @@
+"""Packing and compaction (reconcile/pack.py through plan()): fill before creating, in-place
+replacement, free merging of slices written anyway, and compaction under a write budget."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from slicectl.model.records import PodRecord, SelectorRecord
+from slicectl.reconcile import Plan, Settings, new_slice_body, plan
+from tests.unit.reconcile_builders import NODES, FakeCluster, make_selector, pods_range
+
+S100 = Settings()
+
+
+def seeded(sel: SelectorRecord, counts: list[int], max_n: int = 100) -> tuple[
+        FakeCluster, list[PodRecord]]:
+    """Slices holding ``counts`` endpoints each (pods numbered in order), and those pods."""
+    cluster, pods, total = FakeCluster(), [], 0
+    for n in counts:
+        batch = pods_range(n, total)
+        for spec in plan(sel, batch, NODES, [], Settings(max_n)).creates:
+            cluster.add_raw(new_slice_body(sel, spec, None))
+        pods += batch
+        total += n
+    return cluster, pods
+
+
+def sizes(cluster: FakeCluster) -> list[int]:
+    return sorted(len(s.endpoints) for s in cluster.slices)
+
+
+def apply(sel: SelectorRecord, pods: list[PodRecord], cluster: FakeCluster, budget: int = 0,
+          cfg: Settings = S100) -> Plan:
+    p = plan(sel, pods, NODES, cluster.slices, cfg, compaction_budget=budget)
+    cluster.apply(sel, p)
+    assert plan(sel, pods, NODES, cluster.slices, cfg).empty, "re-plan without budget: no-op"
+    return p
+
+
+def test_rollout_step_replaces_in_place_with_one_write() -> None:
+    sel = make_selector()
+    cluster, pods = seeded(sel, [100, 100])
+    pods = pods[25:] + pods_range(25, 5000)  # 25 oldest gone, 25 new in the same sync
+    p = apply(sel, pods, cluster)
+    assert (len(p.creates), len(p.updates), len(p.deletes)) == (0, 1, 0)
+    assert sizes(cluster) == [100, 100]
+
+
+def test_whole_rollout_ends_at_the_ideal_count() -> None:
+    sel = make_selector()
+    cluster, old = seeded(sel, [100] * 5)
+    new: list[PodRecord] = []
+    serial = 10_000
+    writes = 0
+    while old:  # maxSurge 25: add 25, then delete the 25 oldest together with the next adds
+        new += pods_range(25, serial)
+        serial += 25
+        writes += apply(sel, old + new, cluster).writes
+        old = old[25:]
+    writes += apply(sel, new, cluster).writes
+    assert writes <= 22
+    assert len(cluster.slices) == 6, "the first step's 25 went to a slice of their own"
+    p = apply(sel, new, cluster, budget=3)  # once quiet: compaction
+    assert p.writes <= 3 and sizes(cluster) == [100] * 5
+
+
+def test_remainder_fills_untouched_slices_before_a_new_one_above_ideal() -> None:
+    sel = make_selector()
+    cluster, pods = seeded(sel, [90, 20])
+    p = apply(sel, pods + pods_range(85, 5000), cluster)
+    assert not p.creates and len(p.updates) == 2
+    assert sizes(cluster) == [95, 100]
+
+
+def test_remainder_gets_its_own_slice_when_that_is_still_ideal() -> None:
+    sel = make_selector()
+    cluster, pods = seeded(sel, [100])
+    p = apply(sel, pods + pods_range(30, 5000), cluster)
+    assert len(p.creates) == 1 and not p.updates
+    assert sizes(cluster) == [30, 100]
+
+
+def test_slices_written_anyway_are_merged_for_free() -> None:
+    sel = make_selector()
+    cluster, pods = seeded(sel, [60, 60])
+    flipped = [replace(p, ready=False) if i in (0, 70) else p for i, p in enumerate(pods)]
+    survivors = [p for i, p in enumerate(flipped) if not 1 <= i <= 30 and not 71 <= i <= 100]
+    p = apply(sel, survivors, cluster)
+    assert p.writes == 2 and len(p.updates) == 1 and len(p.deletes) == 1
+    assert sizes(cluster) == [60]
+
+
+def test_create_absorbed_by_a_slice_written_anyway() -> None:
+    sel = make_selector()
+    cluster, pods = seeded(sel, [100])
+    pods = pods[40:] + pods_range(30, 5000)
+    p = apply(sel, pods, cluster)
+    assert p.writes == 1 and not p.creates
+    assert sizes(cluster) == [90]
+
+
+def test_no_budget_no_compaction_and_a_budget_compacts_a_quiet_group() -> None:
+    sel = make_selector()
+    cluster, pods = seeded(sel, [10, 10, 10, 10])
+    assert apply(sel, pods, cluster).empty, "nothing changed and no budget: no write at all"
+    p = apply(sel, pods, cluster, budget=5)
+    assert sizes(cluster) == [40]
+    assert (len(p.updates), len(p.deletes)) == (1, 3), "one host, three donors deleted"
+
+
+def test_budget_spends_on_slices_written_anyway_first() -> None:
+    sel = make_selector()
+    cluster, pods = seeded(sel, [10, 10, 10, 10])
+    pods[0] = replace(pods[0], ready=False)  # its slice is written anyway
+    p = apply(sel, pods, cluster, budget=3)
+    assert sizes(cluster) == [40]
+    assert p.writes == 1 + 3, "the flip's update, then 3 donors deleted into it"
+
+
+def test_budget_bounds_the_extra_writes_and_repeated_syncs_converge() -> None:
+    sel = make_selector()
+    cluster, pods = seeded(sel, [10, 10, 10, 10, 10, 10])
+    steps = 0
+    while len(cluster.slices) > 1:
+        pods[steps] = replace(pods[steps], ready=not pods[steps].ready)
+        p = apply(sel, pods, cluster, budget=1)
+        assert p.writes <= 1 + 1
+        steps += 1
+        assert steps < 10
+    assert sizes(cluster) == [60]
+
+
+def test_budget_too_small_for_a_donor_spends_nothing() -> None:
+    sel = make_selector()
+    cluster, pods = seeded(sel, [60, 60, 60])  # 180 -> ideal 2; a donor of 60 needs 2 hosts
+    pods[0] = replace(pods[0], ready=False)
+    p = apply(sel, pods, cluster, budget=1)
+    assert p.writes == 1 and len(cluster.slices) == 3
+    pods[1] = replace(pods[1], ready=False)
+    p = apply(sel, pods, cluster, budget=2)  # a delete and one untouched host: affordable
+    assert len(cluster.slices) == 2 and p.writes == 3
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    counts=st.lists(st.integers(1, 12), min_size=1, max_size=6),
+    max_n=st.integers(2, 12),
+    budget=st.integers(0, 4),
+    adds=st.integers(0, 30),
+    removes=st.sets(st.integers(0, 80), max_size=20),
+    flips=st.sets(st.integers(0, 80), max_size=5),
+)
+def test_budget_never_exceeded_and_slices_stay_exact(
+    counts: list[int], max_n: int, budget: int, adds: int, removes: set[int], flips: set[int]
+) -> None:
+    counts = [min(c, max_n) for c in counts]
+    sel = make_selector()
+    cfg = Settings(max_n)
+    cluster, pods = seeded(sel, counts, max_n)
+    pods = [replace(p, ready=not p.ready) if i in flips else p for i, p in enumerate(pods)
+            if i not in removes] + pods_range(adds, 9000)
+    minimal = plan(sel, pods, NODES, cluster.slices, cfg)
+    p = apply(sel, pods, cluster, budget, cfg)
+    assert p.writes <= minimal.writes + budget
+    if budget == 0:
+        assert p == minimal
+    listed = sorted(ep.target.name for s in cluster.slices for ep in s.endpoints if ep.target)
+    assert listed == sorted(pod.name for pod in pods)
+    assert all(len(s.endpoints) <= max_n for s in cluster.slices)
+    if pods:
+        assert all(s.endpoints for s in cluster.slices)
+        # Fill before creating: a create never takes the group above max(before, ideal).
+        assert len(cluster.slices) <= max(len(counts), -(-len(pods) // max_n))
