@@ -99,7 +99,7 @@ async def run(args: argparse.Namespace) -> int:
                 await apply_crd(client, crd_manifest())
                 created = await ensure_nodes(client)
                 beat = asyncio.create_task(heartbeat(client)) if server is None else None
-                ctx = Context(client, kubeconfig, server, out,
+                ctx = Context(client, kubeconfig, args.context, server, out,
                               60.0 if args.quick else 180.0, say)
                 try:
                     for name in names:

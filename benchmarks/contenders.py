@@ -24,12 +24,13 @@ class Contender:
     batch_period: float | None = None  # None: slicectl's default
     extra: tuple[str, ...] = ()
 
-    def command(self, kubeconfig: str, namespace: str) -> list[str]:
+    def command(self, kubeconfig: str, context: str | None, namespace: str) -> list[str]:
+        where = ["--kubeconfig", kubeconfig] + (["--context", context] if context else [])
         if self.kind == "naive":
-            return [sys.executable, "-m", "benchmarks.baselines.naive", "--kubeconfig",
-                    kubeconfig, "--namespace", namespace, "--managed-by", MANAGED_BY,
+            return [sys.executable, "-m", "benchmarks.baselines.naive", *where,
+                    "--namespace", namespace, "--managed-by", MANAGED_BY,
                     "--max-endpoints-per-slice", str(MAX_PER_SLICE)]
-        cmd = [sys.executable, "-m", "slicectl", "run", "--kubeconfig", kubeconfig,
+        cmd = [sys.executable, "-m", "slicectl", "run", *where,
                "--namespace", namespace, "--managed-by", MANAGED_BY,
                "--max-endpoints-per-slice", str(MAX_PER_SLICE),
                "--metrics-bind-address", "0", "--health-probe-bind-address", "0",

@@ -36,6 +36,7 @@ COMPACTION_WAIT = COMPACTION_QUIET + 4.0  # longest wait for the ideal slice cou
 class Context:
     client: KubeClient
     kubeconfig: str
+    context: str | None
     server: EmbeddedServer | None
     out: Path
     converge_limit: float
@@ -77,7 +78,7 @@ async def run_one(ctx: Context, scenario: Scenario, who: Contender) -> dict[str,
         await scenario.prepare(c)
         log_path = ctx.out / "logs" / f"{scenario.name}-{slug}.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        proc = ControllerProcess(who.command(ctx.kubeconfig, ns), str(log_path))
+        proc = ControllerProcess(who.command(ctx.kubeconfig, ctx.context, ns), str(log_path))
         selectors = list(scenario.selectors)
         ready = await _until(lambda: c.view.selectors_published(selectors)
                              and c.view.matches(c.model), ctx.converge_limit, proc)

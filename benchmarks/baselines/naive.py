@@ -9,7 +9,7 @@ slicectl publishes, so the benchmark can tell both are up. Selectors are read on
 (the benchmark creates them first). It uses slicectl's kube client, without a client-side rate
 limit: at 20 QPS it could not keep up with the benchmark's bursts at all.
 
-    python -m benchmarks.baselines.naive --kubeconfig FILE --namespace NS [--managed-by M]
+    python -m benchmarks.baselines.naive --kubeconfig FILE [--context C] --namespace NS
 """
 
 from __future__ import annotations
@@ -127,7 +127,7 @@ class Naive:
 
 
 async def main_async(args: argparse.Namespace) -> None:
-    client = await KubeClient.connect(args.kubeconfig, None,
+    client = await KubeClient.connect(args.kubeconfig, args.context,
                                       ClientSettings(qps=1_000_000.0, burst=1_000_000))
     async with client:
         task = asyncio.create_task(
@@ -149,6 +149,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--kubeconfig", required=True)
+    p.add_argument("--context")
     p.add_argument("--namespace", required=True)
     p.add_argument("--managed-by", default="slicectl-benchmark")
     p.add_argument("--max-endpoints-per-slice", type=int, default=100)
