@@ -155,3 +155,25 @@ async def test_status_only_selector_update_is_not_a_sync() -> None:
     assert pending(r) == set()
     r.selector_updated(web, replace(web, generation=2, resource_version="10"))
     assert pending(r) == {record_key(web)}
+
+
+async def test_only_changes_that_can_remove_an_endpoint_are_marked_removals() -> None:
+    r = router()
+    web = make_selector("web")
+    r.selector_added(web)
+    key = record_key(web)
+    pending_pod = replace(make_pod("p1", labels={"app": "web"}), ready=False)
+    r.pod_added(pending_pod)
+    assert not r.queue._edges[key].removal, "a new pod adds"
+    running = replace(make_pod("p1", "10.0.0.1", labels={"app": "web"}), resource_version="2")
+    r.pod_updated(pending_pod, running)
+    assert not r.queue._edges[key].removal, "getting an IP and Ready adds"
+    await r.queue.get()  # a sync resets the flag
+    r.queue.done(key)
+    unready = replace(running, ready=False, resource_version="3")
+    r.pod_updated(running, unready)
+    assert r.queue._edges[key].removal, "losing Ready unreadies an endpoint"
+    await asyncio.wait_for(r.queue.get(), timeout=5)
+    r.queue.done(key)
+    r.pod_deleted(unready)
+    assert r.queue._edges[key].removal, "a deletion removes"
