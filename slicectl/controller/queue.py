@@ -42,7 +42,7 @@ from slicectl.kube.ratelimit import TokenBucket
 STREAM_CHANGES = 3  # changes since the last sync that make it streaming
 STREAM_SYNCS = 3  # streaming syncs in a row (without a removal) that make a stream
 STREAM_GROWTH = 4.0  # a streaming key's window grows by this factor per sync ...
-STREAM_MAX_WINDOW = 2.0  # ... up to this many seconds (or the base window, if that is larger)
+STREAM_MAX_WINDOW = 1.0  # ... up to this many seconds (or the base window, if that is larger)
 _EDGE_PRUNE_EVERY = 1024  # gets between sweeps of the per-key batching state
 
 
