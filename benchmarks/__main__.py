@@ -148,6 +148,18 @@ async def run(args: argparse.Namespace) -> int:
     return 1 if bad else 0
 
 
+def replot(out: Path) -> int:
+    """Redraw ``results.md``'s table and the plots from ``results.json``."""
+    data = json.loads((out / "results.json").read_text())
+    rows = data["runs"]
+    sizes = Sizes(**data["meta"]["sizes"])
+    rates = {"flap": sizes.flap_rate / (sizes.selectors * -(-sizes.pods // MAX_PER_SLICE))}
+    for p in plots(rows, out, rates):
+        print(p)
+    print(table(rows))
+    return 0
+
+
 def main() -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -160,7 +172,11 @@ def main() -> int:
     r.add_argument("--out", required=True, type=Path, help="directory for results and plots")
     r.add_argument("--controllers", type=controller_names, default=set(CONTENDERS),
                    help="comma-separated subset of " + ",".join(CONTENDERS) + " (default: all)")
+    rp = sub.add_parser("plot", help="redraw the table and plots of an earlier run's DIR")
+    rp.add_argument("--out", required=True, type=Path, help="a directory with results.json")
     args = p.parse_args()
+    if args.command == "plot":
+        return replot(args.out)
     args.out.mkdir(parents=True, exist_ok=True)
     from slicectl.obs.logging import configure_logging
     configure_logging("warning", "console")

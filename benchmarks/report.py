@@ -96,9 +96,11 @@ def plots(rows: list[dict[str, Any]], out: Path, rates: dict[str, float]) -> lis
         written.append(_save(fig, out / f"{scenario}-latency-cdf.png"))
 
         fig, ax = plt.subplots(figsize=(6.4, 4.2))
-        for r in runs:
+        for i, r in enumerate(runs):
             tl = r["timeline"]
-            ax.step([t for t, _ in tl], [n for _, n in tl], where="post", label=r["controller"])
+            ax.step([t for t, _ in tl], [n for _, n in tl], where="post", label=r["controller"],
+                    linestyle=("-", "--", ":", "-.")[i % 4], linewidth=2.0 - 0.2 * (i % 4))
+        ax.set_ylim(bottom=0)
         if runs:
             ax.axhline(runs[0]["ideal"], color="grey", linestyle=":", label="ideal at the end")
         ax.set_xlabel("seconds since the scenario started")

@@ -15,8 +15,9 @@ explicit because every one of them prevents a production bug:
   none a removal: a scale-up, an initial creation) gets its window multiplied
   by ``STREAM_GROWTH`` per further sync, up to ``STREAM_MAX_WINDOW``: its endpoints already
   serve, and the newcomers cost one write per window instead of one per moment. Any sync
-  without such a stream puts the window back to W; so replacements (a rollout removes as
-  many as it adds) and independent changes keep the short window. 0 means no batching;
+  without such a stream puts the window back to W, and so does any removal at once; so
+  replacements (a rollout removes as many as it adds), scale-downs and independent changes
+  keep the short window. 0 means no batching;
 * failures retry with per-key exponential backoff (floor 1 s, as upstream moved to because 5 ms
   hammered a failing API server; cap 5 min) under a global token bucket, and a key is never
   dropped however often it fails (upstream gives up after 15 tries and leaves stale slices
@@ -149,7 +150,8 @@ class WorkQueue:
             elif edge.base != batch:
                 edge.base, edge.window = batch, max(batch, min(edge.window, STREAM_MAX_WINDOW))
             edge.changes += 1
-            edge.removal = edge.removal or removal
+            if removal:  # a removal never waits for a window grown for additions
+                edge.removal, edge.window, edge.streak = True, edge.base, 0
             delay = max(delay, edge.last_sync + edge.window - now)
         ready = now + max(0.0, delay)
         if key in self._processing:

@@ -260,3 +260,16 @@ async def test_removal_flag_reaches_the_edge_and_is_reset_by_the_sync() -> None:
     assert q._edges["k"].removal
     await q.get()
     assert not q._edges["k"].removal
+
+
+async def test_a_removal_cuts_a_grown_window_back_at_once() -> None:
+    q = WorkQueue()
+    loop = asyncio.get_running_loop()
+    q.add("k", batch=0.1)
+    await q.get()
+    q.done("k")
+    q._edges["k"].window = 5.0  # grown by a stream of additions
+    q.add("k", batch=0.1, removal=True)
+    started = loop.time()
+    await asyncio.wait_for(q.get(), timeout=5)
+    assert loop.time() - started < 4.0, "waited for the base window, not the grown one"
