@@ -2,10 +2,11 @@
 
 Scenarios: initial, flap, rollout, scale, big-cluster, or ``all``. Every scenario runs slicectl
 with its defaults, slicectl with ``--batch-period 0`` and the naive baseline, one after the
-other, each in its own process; ``flap`` adds the ``--batch-period`` sweep (0, 0.1, 0.25, 0.5,
-1 s). The API server is the embedded one in a subprocess unless ``--kubeconfig`` is given.
-``DIR`` receives ``results.json``, ``results.md``, PNG plots and each controller's log. The exit
-code is 1 when a run did not converge or its slices ended incorrect.
+other, each in its own process; ``flap`` and ``rollout`` add the ``--batch-period`` sweep (0,
+0.1, 0.25, 0.5, 1 s). The API server is the embedded one in a subprocess unless
+``--kubeconfig`` is given. ``DIR`` receives ``results.json``, ``results.md``, PNG plots and
+each controller's log. The exit code is 1 when a run did not converge or its slices ended
+incorrect.
 """
 
 from __future__ import annotations
@@ -89,6 +90,7 @@ async def run(args: argparse.Namespace) -> int:
     others: dict[str, Any] = {}
     rates: dict[str, float] = {}
     say = print
+    host = machine()  # before the run: its load average is the one the run started with
     server = None if args.kubeconfig or not names else EmbeddedServer()
     try:
         if names:
@@ -127,14 +129,14 @@ async def run(args: argparse.Namespace) -> int:
         say(json.dumps(others["big-cluster"], default=str)[:2000])
     meta = {"command": shlex.join(sys.orig_argv), "quick": args.quick,
             "cluster": args.kubeconfig or "embedded API server (subprocess)",
-            "machine": machine(), "sizes": sizes.__dict__,
+            "machine": host, "sizes": sizes.__dict__,
             "load_avg_at_end": os.getloadavg()}
     (out / "results.json").write_text(json.dumps(
         {"meta": meta, "runs": rows, "other": others}, indent=1, default=str))
     pngs = plots(rows, out, rates) if rows else []
     md = [f"$ {meta['command']}", "", f"cluster: {meta['cluster']}; machine: "
           f"{meta['machine']['cpu']} x {meta['machine']['cores']}; load average at start "
-          f"{meta['machine']['load_avg_at_start']}", ""]
+          f"{meta['machine']['load_avg_at_start']}, at the end {meta['load_avg_at_end']}", ""]
     if rows:
         md += [table(rows), ""]
     if others:

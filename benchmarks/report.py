@@ -126,8 +126,9 @@ def _sweep_plot(plt: Any, scenario: str, sweep: list[dict[str, Any]], rate: floa
               label=f"(1 - e^(-rW))/(rW), r = {rate:g}/s per slice")
     left.plot(ws, [r["writes_per_change"] for r in sweep], "o-", label="slicectl, measured")
     extra = [r for r in runs if r["batch_period"] is None and r["writes_per_change"]]
-    for r in extra:
-        left.axhline(r["writes_per_change"], linestyle="--", linewidth=0.8, label=r["controller"])
+    for i, r in enumerate(extra):
+        left.axhline(r["writes_per_change"], linestyle="--", linewidth=0.8, color=f"C{i + 2}",
+                     label=f"{r['controller']} ({r['writes_per_change']:.2f})")
     left.set_xlabel("--batch-period W (s)")
     left.set_ylabel("slice writes per change")
     left.set_ylim(0, max(1.1, *(r["writes_per_change"] or 0 for r in runs)) * 1.05)

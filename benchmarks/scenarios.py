@@ -108,7 +108,8 @@ def rollout(s: Sizes) -> Scenario:
 
     return Scenario("rollout", _names(1), prepare, body,
                     f"1 selector, {s.rollout_pods} pods replaced in batches of "
-                    f"{s.rollout_batch} (maxSurge {s.rollout_batch}, maxUnavailable 0)")
+                    f"{s.rollout_batch} (maxSurge {s.rollout_batch}, maxUnavailable 0)",
+                    sweep=True)
 
 
 def scale(s: Sizes) -> Scenario:
