@@ -1,8 +1,9 @@
 """Suite-wide switches: where the integration tests run.
 
 With ``SLICECTL_TEST_KUBECONFIG`` set, integration tests run against that cluster instead of the
-embedded API server, and tests marked ``embedded_only`` (fault injection, request counting, and
-other behaviour only the embedded server has) skip themselves.
+embedded API server, and tests marked ``embedded_only`` skip themselves. Only fault injection and
+counting the server's requests justify the mark, and each use says which in its ``reason``:
+``@pytest.mark.embedded_only(reason="fault injection: ...")``.
 """
 
 from __future__ import annotations
@@ -20,10 +21,13 @@ REAL_CLUSTER_KUBECONFIG = os.environ.get("SLICECTL_TEST_KUBECONFIG") or None
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if REAL_CLUSTER_KUBECONFIG is None:
         return
-    skip = pytest.mark.skip(reason="needs the embedded API server (SLICECTL_TEST_KUBECONFIG set)")
     for item in items:
-        if "embedded_only" in item.keywords:
-            item.add_marker(skip)
+        mark = item.get_closest_marker("embedded_only")
+        if mark is not None:
+            why = mark.kwargs.get("reason", "")
+            assert why.startswith(("fault injection", "request counting")), (
+                f"{item.nodeid}: embedded_only needs a reason saying which (got {why!r})")
+            item.add_marker(pytest.mark.skip(reason=f"needs the embedded API server: {why}"))
 
 
 @pytest.fixture

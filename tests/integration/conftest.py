@@ -1,19 +1,38 @@
-"""The ``cluster`` fixture: a fresh namespace on the embedded API server or a real cluster."""
+"""The ``api`` and ``cluster`` fixtures: a fresh namespace on the embedded API server or a real one.
+
+Every integration test talks to an API server through these fixtures, so the same test runs on
+the embedded server (default) and on any real cluster (``SLICECTL_TEST_KUBECONFIG``). On a real
+cluster, which other sessions may share, each test gets its own namespace (deleted afterwards;
+the cluster's namespace controller finishes that asynchronously), the Nodes the suite creates are
+deleted when the session ends, and nothing is left in ``default`` or ``kube-system``.
+
+Modules that need other embedded-server settings override ``embedded_options``; on a real cluster
+those settings are the cluster's own (the tests that depend on them say so).
+"""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
 from slicectl.kube.client import KubeClient
-from slicectl.kube.resources import NAMESPACES
+from slicectl.kube.errors import NotFound
+from slicectl.kube.resources import NAMESPACES, NODES
 from slicectl.sim.server import EmbeddedApiServer
 from tests.conftest import REAL_CLUSTER_KUBECONFIG
-from tests.integration.support import CRD_PATH, apply_crd
+from tests.integration.support import (
+    CRD_PATH,
+    CREATED_NODES,
+    ClientRequests,
+    apply_crd,
+    create_namespace,
+)
 
 
 @dataclass
@@ -22,23 +41,65 @@ class Cluster:
     client: KubeClient
     namespace: str
     server: EmbeddedApiServer | None  # None on a real cluster
+    requests: ClientRequests  # the requests ``client`` made (its on_request hook)
+
+    @property
+    def real(self) -> bool:
+        return self.server is None
 
 
 @pytest.fixture
-async def cluster() -> AsyncIterator[Cluster]:
+def embedded_options() -> dict[str, Any]:
+    """Keyword arguments of the embedded API server; a module overrides this to change them."""
+    return {}
+
+
+@pytest.fixture
+async def api(embedded_options: dict[str, Any]) -> AsyncIterator[Cluster]:
+    """A client and a fresh namespace on the API server under test (no CRD applied)."""
     async with contextlib.AsyncExitStack() as stack:
         server: EmbeddedApiServer | None = None
         if REAL_CLUSTER_KUBECONFIG is None:
-            server = await stack.enter_async_context(EmbeddedApiServer(port=0))
+            server = await stack.enter_async_context(
+                EmbeddedApiServer(port=0, **embedded_options))
             kubeconfig = server.kubeconfig_path
         else:
             kubeconfig = REAL_CLUSTER_KUBECONFIG
-        client = await KubeClient.connect(kubeconfig)
+        requests = ClientRequests()
+        client = await KubeClient.connect(kubeconfig, on_request=requests)
         stack.push_async_callback(client.close)
-        await apply_crd(client, CRD_PATH)
         ns = f"slicectl-test-{uuid.uuid4().hex[:8]}"
-        await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
-                                         "metadata": {"name": ns}})
-        yield Cluster(kubeconfig, client, ns, server)
+        await create_namespace(client, ns, real=server is None)
         if server is None:
-            await client.delete(NAMESPACES, ns)
+            stack.push_async_callback(_delete_namespace, client, ns)
+        requests.clear()
+        yield Cluster(kubeconfig, client, ns, server, requests)
+
+
+@pytest.fixture
+async def cluster(api: Cluster) -> Cluster:
+    """``api`` with slicectl's CRD applied and served."""
+    await apply_crd(api.client, CRD_PATH)
+    api.requests.clear()
+    return api
+
+
+async def _delete_namespace(client: KubeClient, ns: str) -> None:
+    with contextlib.suppress(NotFound):
+        await client.delete(NAMESPACES, ns, propagation_policy="Background")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _delete_created_nodes() -> Iterator[None]:
+    """On a real cluster, delete the Nodes this session created (Nodes are cluster-wide)."""
+    yield
+    if REAL_CLUSTER_KUBECONFIG is None or not CREATED_NODES:
+        return
+
+    async def delete_all(kubeconfig: str) -> None:
+        async with await KubeClient.connect(kubeconfig) as client:
+            for name in sorted(CREATED_NODES):
+                with contextlib.suppress(NotFound):
+                    await client.delete(NODES, name)
+
+    asyncio.run(delete_all(REAL_CLUSTER_KUBECONFIG))

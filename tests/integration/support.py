@@ -2,7 +2,9 @@
 
 Everything here talks to the API server over HTTP with slicectl's own client, so the same tests
 run against the embedded server and against a real cluster (``SLICECTL_TEST_KUBECONFIG``).
-Slice writes are counted from a watch on EndpointSlices, which any API server offers.
+Slice writes are counted from a watch on EndpointSlices, which any API server offers, and a
+client's own requests from its ``on_request`` hook (``ClientRequests``): neither needs the
+embedded server's request counts.
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ from slicectl.cli import workload
 from slicectl.cli.run import RunOptions, run_controller
 from slicectl.controller.controller import Controller, ControllerConfig
 from slicectl.kube.client import ClientSettings, KubeClient
-from slicectl.kube.errors import AlreadyExists
-from slicectl.kube.resources import ENDPOINTSLICES, NODES, PODS, Resource
+from slicectl.kube.errors import AlreadyExists, NotFound
+from slicectl.kube.resources import ENDPOINTSLICES, NAMESPACES, NODES, PODS, Resource
 from slicectl.model.apis import SLICECTL
 from slicectl.model.records import LABEL_SELECTOR_NAME
 from slicectl.obs.health import HealthServer
@@ -33,7 +35,32 @@ ROOT = Path(__file__).resolve().parents[2]
 CRD_PATH = ROOT / "charts/slicectl/crds/slicectl.io_endpointselectors.yaml"
 FIXTURE_CRDS = ROOT / "tests/fixtures/crds"
 ESEL = Resource("slicectl.io", "v1alpha1", "endpointselectors", kind="EndpointSelector")
+SERVICEACCOUNTS = Resource("", "v1", "serviceaccounts", True, "ServiceAccount")
 HANG_GUARD = 30.0
+CREATED_NODES: set[str] = set()  # Nodes this session created (a real cluster's are shared)
+
+
+class ClientRequests:
+    """An ``on_request`` hook counting one client's own requests by (verb, resource, code).
+
+    Verbs are the client's (``GET``, ``LIST``, ``WATCH``, ``POST``, ``PUT``, ``PATCH``,
+    ``DELETE``); the resource has ``/<subresource>`` appended and no API group.
+    """
+
+    def __init__(self) -> None:
+        self.counts: Counter[tuple[str, str, int]] = Counter()
+
+    def __call__(self, verb: str, resource: str, code: int, _seconds: float) -> None:
+        self.counts[(verb, resource, code)] += 1
+
+    def total(self, verb: str | None = None, resource: str | None = None,
+              code: int | None = None) -> int:
+        return sum(n for (v, r, c), n in self.counts.items()
+                   if (verb is None or v == verb) and (resource is None or r == resource)
+                   and (code is None or c == code))
+
+    def clear(self) -> None:
+        self.counts.clear()
 
 
 def load_yaml(path: Path) -> dict[str, Any]:
@@ -93,6 +120,35 @@ async def ensure_node(client: KubeClient, name: str, zone: str) -> None:
             "metadata": {"name": name, "labels": {"topology.kubernetes.io/zone": zone}}}
     with contextlib.suppress(AlreadyExists):
         await client.create(NODES, body)
+        CREATED_NODES.add(name)
+
+
+async def create_namespace(client: KubeClient, name: str, *, real: bool) -> None:
+    """Create a namespace; on a real cluster, also wait until pods may be created in it."""
+    await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
+                                     "metadata": {"name": name}})
+    if real:
+        await wait_for_default_service_account(client, name)
+
+
+async def wait_for_default_service_account(client: KubeClient, ns: str) -> None:
+    """Wait for the ``default`` ServiceAccount of a new namespace, or create it.
+
+    A real cluster's ServiceAccount admission refuses pods until the namespace's ``default``
+    ServiceAccount exists, which kube-controller-manager creates shortly after the namespace.
+    On a cluster without that controller, the test creates it itself after a short wait.
+    (The embedded server serves no ServiceAccounts and admits pods at once.)
+    """
+    deadline = time.monotonic() + 5.0
+    while time.monotonic() < deadline:
+        try:
+            await client.get(SERVICEACCOUNTS, "default", ns)
+            return
+        except NotFound:
+            await asyncio.sleep(0.1)
+    with contextlib.suppress(AlreadyExists):
+        await client.create(SERVICEACCOUNTS, {"apiVersion": "v1", "kind": "ServiceAccount",
+                                              "metadata": {"name": "default"}}, ns)
 
 
 def selector_body(
@@ -160,9 +216,9 @@ def options(kubeconfig: str, ns: str, **overrides: Any) -> RunOptions:
         batch_period=overrides.pop("batch_period", 0.1),
         status_update_period=overrides.pop("status_update_period", 10.0),
     )
+    binds = {"metrics_bind_address": "0", "health_probe_bind_address": "0"}
     return RunOptions(controller=config, kubeconfig=kubeconfig,
-                      client=ClientSettings(qps=1000.0, burst=1000),
-                      metrics_bind_address="0", health_probe_bind_address="0", **overrides)
+                      client=ClientSettings(qps=1000.0, burst=1000), **{**binds, **overrides})
 
 
 @dataclass(frozen=True)

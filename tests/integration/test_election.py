@@ -1,4 +1,4 @@
-"""Leader election against the embedded API server over real HTTPS.
+"""Leader election over real HTTPS, on the embedded API server or a real cluster.
 
 Short durations (lease 2s, renew deadline 1.5s, retry 0.25s) keep the test quick. The only time
 assertions are the safety/liveness bounds leader election promises, with generous slack.
@@ -17,13 +17,13 @@ import pytest
 from slicectl.election.lease import LeaderElector
 from slicectl.kube.client import KubeClient
 from slicectl.kube.resources import LEASES
-from slicectl.sim.server import EmbeddedApiServer
+from tests.integration.conftest import Cluster
+from tests.integration.support import ClientRequests
 
 LEASE, RENEW, RETRY = 2.0, 1.5, 0.25
 NS, NAME = "default", "slicectl-test"
 HANG_GUARD = 15.0
 MICRO_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
-pytestmark = pytest.mark.embedded_only
 
 
 @pytest.fixture
@@ -43,8 +43,9 @@ async def wait_for(cond: Callable[[], bool]) -> float:
 
 
 class Candidate:
-    def __init__(self, elector: LeaderElector) -> None:
+    def __init__(self, elector: LeaderElector, requests: ClientRequests) -> None:
         self.elector = elector
+        self.requests = requests  # what this candidate's client sent
         self.events: list[str] = []
         self.task = asyncio.create_task(elector.run(
             on_started_leading=lambda: self.events.append("started"),
@@ -57,11 +58,12 @@ class Candidate:
         await asyncio.gather(self.task, return_exceptions=True)
 
 
-async def candidate(srv: EmbeddedApiServer, stack: AsyncExitStack, identity: str) -> Candidate:
-    client = await KubeClient.connect(kubeconfig=srv.kubeconfig_path)
+async def candidate(api: Cluster, stack: AsyncExitStack, identity: str) -> Candidate:
+    requests = ClientRequests()
+    client = await KubeClient.connect(kubeconfig=api.kubeconfig, on_request=requests)
     stack.push_async_callback(client.close)
-    elector = LeaderElector(client, NS, NAME, identity, LEASE, RENEW, RETRY)
-    c = Candidate(elector)
+    elector = LeaderElector(client, api.namespace, NAME, identity, LEASE, RENEW, RETRY)
+    c = Candidate(elector, requests)
     stack.push_async_callback(c.kill)
     return c
 
@@ -77,10 +79,10 @@ def test_invalid_timings_are_rejected() -> None:
 
 
 async def test_exactly_one_leads_and_the_lease_says_so(
-    srv: EmbeddedApiServer, stack: AsyncExitStack
+    api: Cluster, stack: AsyncExitStack
 ) -> None:
-    a = await candidate(srv, stack, "a")
-    b = await candidate(srv, stack, "b")
+    a = await candidate(api, stack, "a")
+    b = await candidate(api, stack, "b")
     await wait_for(lambda: a.elector.is_leader or b.elector.is_leader)
     for _ in range(3):  # several retry periods: the standby keeps standing by
         await asyncio.sleep(RETRY * 2)
@@ -90,42 +92,42 @@ async def test_exactly_one_leads_and_the_lease_says_so(
     assert leader.events == ["started"]
 
     client = leader.elector._client
-    spec = (await client.get(LEASES, NAME, NS))["spec"]
+    spec = (await client.get(LEASES, NAME, api.namespace))["spec"]
     assert spec["holderIdentity"] == leader.elector.identity
     assert spec["leaseDurationSeconds"] == 2
     assert spec["leaseTransitions"] == 0
     assert MICRO_TIME.match(spec["acquireTime"]) and MICRO_TIME.match(spec["renewTime"])
     # Renewals keep acquireTime and move renewTime.
     await asyncio.sleep(RETRY * 3)
-    later = (await client.get(LEASES, NAME, NS))["spec"]
+    later = (await client.get(LEASES, NAME, api.namespace))["spec"]
     assert later["acquireTime"] == spec["acquireTime"]
     assert later["renewTime"] > spec["renewTime"]
-    assert srv.request_counts(verb="update", resource="leases") >= 2
+    assert leader.requests.total(verb="PUT", resource="leases", code=200) >= 2
 
 
 async def test_killed_leader_is_replaced_within_lease_duration(
-    srv: EmbeddedApiServer, stack: AsyncExitStack
+    api: Cluster, stack: AsyncExitStack
 ) -> None:
-    a = await candidate(srv, stack, "a")
+    a = await candidate(api, stack, "a")
     await wait_for(lambda: a.elector.is_leader)
-    b = await candidate(srv, stack, "b")
+    b = await candidate(api, stack, "b")
     await asyncio.sleep(RETRY * 3)
     assert not b.elector.is_leader  # a is alive and renewing
 
     await a.kill()
     took = await wait_for(lambda: b.elector.is_leader)
     assert took < LEASE + 2.0
-    spec = (await b.elector._client.get(LEASES, NAME, NS))["spec"]
+    spec = (await b.elector._client.get(LEASES, NAME, api.namespace))["spec"]
     assert spec["holderIdentity"] == "b"
     assert spec["leaseTransitions"] == 1
 
 
 async def test_released_lease_is_taken_over_quickly(
-    srv: EmbeddedApiServer, stack: AsyncExitStack
+    api: Cluster, stack: AsyncExitStack
 ) -> None:
-    a = await candidate(srv, stack, "a")
+    a = await candidate(api, stack, "a")
     await wait_for(lambda: a.elector.is_leader)
-    b = await candidate(srv, stack, "b")
+    b = await candidate(api, stack, "b")
     await asyncio.sleep(RETRY * 3)
 
     assert await a.elector.release()
@@ -134,20 +136,22 @@ async def test_released_lease_is_taken_over_quickly(
     assert took < 2.0  # about one retry period, far below the lease duration
     await asyncio.wait_for(a.task, 5.0)  # run() returns after release()
     assert a.events == ["started", "stopped"]
-    spec = (await b.elector._client.get(LEASES, NAME, NS))["spec"]
+    spec = (await b.elector._client.get(LEASES, NAME, api.namespace))["spec"]
     assert spec["holderIdentity"] == "b"
 
 
+@pytest.mark.embedded_only(reason="fault injection: 500s or latency on every request")
 @pytest.mark.parametrize("fault", ["errors", "latency"])
 async def test_leader_that_cannot_renew_steps_down_before_expiry(
-    srv: EmbeddedApiServer, stack: AsyncExitStack, fault: str
+    api: Cluster, stack: AsyncExitStack, fault: str
 ) -> None:
-    a = await candidate(srv, stack, "a")
+    a = await candidate(api, stack, "a")
     await wait_for(lambda: a.elector.is_leader)
+    assert api.server is not None
     if fault == "errors":
-        srv.faults.error_rate = 1.0
+        api.server.faults.error_rate = 1.0
     else:
-        srv.faults.latency_ms = int((LEASE + 1) * 1000)
+        api.server.faults.latency_ms = int((LEASE + 1) * 1000)
     # The last good renewal was sent before the fault, so the gate must close within the
     # renew deadline of now, which is before any other replica may consider the lease expired.
     took = await wait_for(lambda: not a.elector.check_leading())

@@ -1,8 +1,12 @@
-"""Event recording against the embedded API server: required fields, series, spam filter."""
+"""Event recording over real HTTPS: required fields, series, spam filter, failures swallowed.
+
+Writes are counted by the recorder's client itself (its ``on_request`` hook), so these run on a
+real cluster too.
+"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,39 +14,31 @@ import pytest
 from slicectl.kube.client import KubeClient
 from slicectl.kube.resources import EVENTS
 from slicectl.obs.events import WARNING, EventRecorder
-from slicectl.sim.server import EmbeddedApiServer
+from tests.integration.conftest import Cluster
+from tests.integration.credentials import token_kubeconfig
 
-pytestmark = pytest.mark.embedded_only
 
-
-def regarding(name: str = "llm", uid: str = "uid-1") -> dict[str, str]:
+def regarding(ns: str, name: str = "llm", uid: str = "uid-1") -> dict[str, str]:
     return {
         "apiVersion": "slicectl.io/v1alpha1",
         "kind": "EndpointSelector",
-        "namespace": "default",
+        "namespace": ns,
         "name": name,
         "uid": uid,
     }
 
 
-@pytest.fixture
-async def client(srv: EmbeddedApiServer) -> AsyncIterator[KubeClient]:
-    c = await KubeClient.connect(kubeconfig=srv.kubeconfig_path)
-    yield c
-    await c.close()
-
-
-async def events(client: KubeClient) -> list[dict[str, Any]]:
-    items, _ = await client.list(EVENTS, "default")
+async def events(api: Cluster) -> list[dict[str, Any]]:
+    items, _ = await api.client.list(EVENTS, api.namespace)
     return items
 
 
-async def test_event_is_created_with_required_fields(client: KubeClient) -> None:
-    recorder = EventRecorder(client, reporting_instance="slicectl-0")
-    recorder.event(regarding(), WARNING, "InvalidSpec", "spec.selector: must not be empty",
-                   action="Validate")
+async def test_event_is_created_with_required_fields(api: Cluster) -> None:
+    recorder = EventRecorder(api.client, reporting_instance="slicectl-0")
+    recorder.event(regarding(api.namespace), WARNING, "InvalidSpec",
+                   "spec.selector: must not be empty", action="Validate")
     await recorder.flush()
-    [ev] = await events(client)
+    [ev] = await events(api)
     assert ev["type"] == "Warning"
     assert ev["reason"] == "InvalidSpec"
     assert ev["note"] == "spec.selector: must not be empty"
@@ -56,45 +52,54 @@ async def test_event_is_created_with_required_fields(client: KubeClient) -> None
     assert "series" not in ev
 
 
-async def test_repeats_become_one_event_with_a_series(
-    srv: EmbeddedApiServer, client: KubeClient
-) -> None:
-    recorder = EventRecorder(client, reporting_instance="slicectl-0")
-    recorder.event(regarding(), WARNING, "FailedToUpdateEndpointSlices", "conflict")
+async def test_repeats_become_one_event_with_a_series(api: Cluster) -> None:
+    sent = api.requests
+    recorder = EventRecorder(api.client, reporting_instance="slicectl-0")
+    about = regarding(api.namespace)
+    recorder.event(about, WARNING, "FailedToUpdateEndpointSlices", "conflict")
     await recorder.flush()  # the Event exists; repeats now go to its series
     for _ in range(9):
-        recorder.event(regarding(), WARNING, "FailedToUpdateEndpointSlices", "conflict")
+        recorder.event(about, WARNING, "FailedToUpdateEndpointSlices", "conflict")
     await recorder.flush()
-    assert srv.request_counts(verb="create", resource="events") == 1
-    assert srv.request_counts(verb="patch", resource="events") == 1  # one per series_interval
-    [ev] = await events(client)
+    assert sent.total(verb="POST", resource="events", code=201) == 1
+    assert sent.total(verb="PATCH", resource="events", code=200) == 1  # one per series_interval
+    [ev] = await events(api)
     assert ev["series"]["count"] == 10
     assert ev["series"]["lastObservedTime"].endswith("Z")
     # A different note is a different event.
-    recorder.event(regarding(), WARNING, "FailedToUpdateEndpointSlices", "timeout")
+    recorder.event(about, WARNING, "FailedToUpdateEndpointSlices", "timeout")
     await recorder.flush()
-    assert srv.request_counts(verb="create", resource="events") == 2
+    assert sent.total(verb="POST", resource="events", code=201) == 2
 
 
-async def test_spam_filter_limits_writes_per_object(
-    srv: EmbeddedApiServer, client: KubeClient
-) -> None:
-    recorder = EventRecorder(client, reporting_instance="slicectl-0", burst=3)
+async def test_spam_filter_limits_writes_per_object(api: Cluster) -> None:
+    recorder = EventRecorder(api.client, reporting_instance="slicectl-0", burst=3)
     for i in range(20):
-        recorder.event(regarding(), WARNING, "FailedToUpdateEndpointSlices", f"attempt {i}")
-    recorder.event(regarding("other", "uid-2"), WARNING, "InvalidSpec", "bad")
+        recorder.event(regarding(api.namespace), WARNING, "FailedToUpdateEndpointSlices",
+                       f"attempt {i}")
+    recorder.event(regarding(api.namespace, "other", "uid-2"), WARNING, "InvalidSpec", "bad")
     await recorder.flush()
-    assert srv.request_counts(verb="create", resource="events") == 4  # 3 + the other object
-    names = sorted(ev["regarding"]["name"] for ev in await events(client))
+    assert api.requests.total(verb="POST", resource="events") == 4  # 3 + the other object
+    names = sorted(ev["regarding"]["name"] for ev in await events(api))
     assert names == ["llm", "llm", "llm", "other"]
 
 
-async def test_write_failures_never_reach_the_caller(
-    srv: EmbeddedApiServer, client: KubeClient
-) -> None:
-    srv.faults.error_rate = 1.0
-    recorder = EventRecorder(client, reporting_instance="slicectl-0")
-    recorder.event(regarding(), WARNING, "InvalidSpec", "bad")  # must not raise
+async def test_refused_writes_never_reach_the_caller(api: Cluster, tmp_path: Path) -> None:
+    """Credentials the server refuses (401 on every write): the recorder swallows it."""
+    refused = token_kubeconfig(api.kubeconfig, "not-a-valid-token", tmp_path / "kubeconfig")
+    async with await KubeClient.connect(refused) as client:
+        recorder = EventRecorder(client, reporting_instance="slicectl-0")
+        recorder.event(regarding(api.namespace), WARNING, "InvalidSpec", "bad")  # no raise
+        await recorder.flush()
+    assert await events(api) == []
+
+
+@pytest.mark.embedded_only(reason="fault injection: every request answered 500")
+async def test_write_failures_never_reach_the_caller(api: Cluster) -> None:
+    assert api.server is not None
+    api.server.faults.error_rate = 1.0
+    recorder = EventRecorder(api.client, reporting_instance="slicectl-0")
+    recorder.event(regarding(api.namespace), WARNING, "InvalidSpec", "bad")  # must not raise
     await recorder.flush()
-    srv.faults.error_rate = 0.0
-    assert await events(client) == []
+    api.server.faults.error_rate = 0.0
+    assert await events(api) == []

@@ -30,7 +30,8 @@ from tests.integration.support import (
     wait_until,
 )
 
-pytestmark = pytest.mark.embedded_only
+pytestmark = pytest.mark.embedded_only(
+    reason="fault injection: 500s, 429s, latency, dropped watches and compaction")
 T = TypeVar("T")
 
 

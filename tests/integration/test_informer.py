@@ -1,5 +1,10 @@
-"""Informer against the embedded API server over real HTTPS: paginated sync, watch, bookmarks,
-relist-with-diff after compaction, dropped and stalled watches, malformed objects."""
+"""Informer over real HTTPS: paginated sync, watch, bookmarks, relist-with-diff after compaction,
+dropped and stalled watches, malformed objects.
+
+Sync, watch and bookmarks run on a real cluster too (LIST pages are counted by the reader's own
+client); the others need the embedded server's faults. Test pods name a scheduler that does not
+exist, so on a cluster with a scheduler and kubelets nothing else writes to them.
+"""
 
 from __future__ import annotations
 
@@ -12,23 +17,25 @@ import pytest
 
 from slicectl.cache.informer import Informer
 from slicectl.kube.client import KubeClient
-from slicectl.kube.resources import PODS
+from slicectl.kube.resources import NAMESPACES, PODS
 from slicectl.kube.watch import WatchEvent
 from slicectl.model.parse import parse_pod
 from slicectl.model.records import PodRecord
 from slicectl.sim.server import EmbeddedApiServer
 from slicectl.sim.watch import Watcher
+from tests.integration.conftest import Cluster
+from tests.integration.support import ClientRequests, create_namespace
 
-NS = "default"
 HANG_GUARD = 30.0
-pytestmark = pytest.mark.embedded_only
+UNSCHEDULED = "slicectl-test-no-such-scheduler"  # keeps a real cluster's scheduler away
 
 
 def pod(name: str, **labels: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": name, "namespace": NS, "labels": labels or {"app": "x"}},
-        "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+        "metadata": {"name": name, "labels": labels or {"app": "x"}},
+        "spec": {"schedulerName": UNSCHEDULED,
+                 "containers": [{"name": "c", "image": "busybox"}]},
     }
 
 
@@ -51,6 +58,7 @@ class GatedClient(KubeClient):
     """A client whose new watches wait for ``gate``: lets a test make the informer miss events."""
 
     gate: asyncio.Event
+    requests: ClientRequests
 
     async def watch(self, *args: Any, **kwargs: Any) -> AsyncGenerator[WatchEvent, None]:
         await self.gate.wait()
@@ -70,21 +78,26 @@ def watchers(srv: EmbeddedApiServer) -> list[Watcher]:
     return [w for b in srv.store.buckets.values() for w in b.watchers if isinstance(w, Watcher)]
 
 
-@pytest.fixture
-async def srv() -> AsyncIterator[EmbeddedApiServer]:
-    async with EmbeddedApiServer(port=0, watch_cache_size=100_000, bookmark_interval=0.2) as s:
-        yield s
+def server_of(api: Cluster) -> EmbeddedApiServer:
+    assert api.server is not None, "embedded_only tests run on the embedded server"
+    return api.server
 
 
 @pytest.fixture
-async def writer(srv: EmbeddedApiServer) -> AsyncIterator[KubeClient]:
-    async with await KubeClient.connect(srv.kubeconfig_path) as c:
-        yield c
+def embedded_options() -> dict[str, Any]:
+    return {"watch_cache_size": 100_000, "bookmark_interval": 0.2}
 
 
 @pytest.fixture
-async def reader(srv: EmbeddedApiServer) -> AsyncIterator[GatedClient]:
-    client = await GatedClient.connect(srv.kubeconfig_path)
+def writer(api: Cluster) -> KubeClient:
+    return api.client
+
+
+@pytest.fixture
+async def reader(api: Cluster) -> AsyncIterator[GatedClient]:
+    requests = ClientRequests()
+    client = await GatedClient.connect(api.kubeconfig, on_request=requests)
+    client.requests = requests
     client.gate = asyncio.Event()
     client.gate.set()
     async with client:
@@ -93,14 +106,17 @@ async def reader(srv: EmbeddedApiServer) -> AsyncIterator[GatedClient]:
 
 @pytest.fixture
 async def informer(
-    reader: GatedClient, writer: KubeClient
+    api: Cluster, reader: GatedClient, writer: KubeClient
 ) -> AsyncIterator[tuple[Informer[PodRecord], Recorder]]:
     for i in range(5):
-        await writer.create(PODS, pod(f"p{i}"), NS)
+        await writer.create(PODS, pod(f"p{i}"), api.namespace)
     recorder = Recorder()
     inf: Informer[PodRecord] = Informer(
-        reader, PODS, parse_pod, key=lambda p: p.key, namespace=NS, page_size=2,
-        watch_timeout=20, inactivity_timeout=2.0, handler=recorder, backoff_initial=0.05,
+        reader, PODS, parse_pod, key=lambda p: p.key, namespace=api.namespace, page_size=2,
+        # A real server is silent on an idle watch until its bookmark near the timeout, so only
+        # the embedded server (bookmarks every 0.2 s) gets the short stall detection.
+        watch_timeout=20, inactivity_timeout=2.0 if api.server else None, handler=recorder,
+        backoff_initial=0.05,
         backoff_max=0.2,
     )
     task = asyncio.create_task(inf.run())
@@ -113,102 +129,118 @@ async def informer(
 
 
 async def test_paginated_sync_then_watch(
-    srv: EmbeddedApiServer, writer: KubeClient, informer: tuple[Informer[PodRecord], Recorder]
+    api: Cluster, reader: GatedClient, writer: KubeClient,
+    informer: tuple[Informer[PodRecord], Recorder],
 ) -> None:
     inf, rec = informer
-    assert sorted(inf.store.keys()) == [f"{NS}/p{i}" for i in range(5)]
+    ns = api.namespace
+    assert sorted(inf.store.keys()) == [f"{ns}/p{i}" for i in range(5)]
     assert sorted(rec.events) == [("add", f"p{i}") for i in range(5)]
-    assert srv.request_counts(verb="LIST", resource="pods") == 3  # pages of 2
+    assert reader.requests.total(verb="LIST", resource="pods", code=200) == 3  # pages of 2
     rec.events.clear()
-    await writer.create(PODS, pod("new"), NS)
-    await writer.patch(PODS, "new", {"metadata": {"labels": {"app": "y"}}}, NS)
-    await writer.delete(PODS, "p0", NS)
+    await writer.create(PODS, pod("new"), ns)
+    await writer.patch(PODS, "new", {"metadata": {"labels": {"app": "y"}}}, ns)
+    await writer.delete(PODS, "p0", ns)
     await wait_for(lambda: len(rec.events) == 4)
     # a real server writes the deletionTimestamp before it removes a pod, even an unscheduled
     # one: an update, then the delete
     assert rec.events == [("add", "new"), ("update", "new"), ("update", "p0"), ("delete", "p0")]
-    record = inf.store.get(f"{NS}/new")
+    record = inf.store.get(f"{ns}/new")
     assert record is not None and record.labels == {"app": "y"}
-    assert f"{NS}/p0" not in inf.store
+    assert f"{ns}/p0" not in inf.store
     assert inf.stats.lists == 1 and inf.stats.relists == 0
 
 
 async def test_bookmarks_advance_resource_version(
-    writer: KubeClient, informer: tuple[Informer[PodRecord], Recorder]
+    api: Cluster, writer: KubeClient, informer: tuple[Informer[PodRecord], Recorder]
 ) -> None:
+    """On a real server a bookmark comes about 2 s before the watch's timeout (20 s here)."""
     inf, rec = informer
     before = int(inf.resource_version or 0)
-    other = await writer.create(PODS, {**pod("elsewhere"), "metadata": {"name": "elsewhere"}},
-                                "kube-system")
-    other_rv = int(other["metadata"]["resourceVersion"])
-    # The informer watches only NS, so only a bookmark can carry it past the foreign write.
-    await wait_for(lambda: int(inf.resource_version or 0) >= other_rv)
+    elsewhere = f"{api.namespace}-elsewhere"
+    await create_namespace(writer, elsewhere, real=api.real)
+    try:
+        other = await writer.create(PODS, pod("elsewhere"), elsewhere)
+        other_rv = int(other["metadata"]["resourceVersion"])
+        # The informer watches only its namespace: only a bookmark can carry it past this write.
+        await wait_for(lambda: int(inf.resource_version or 0) >= other_rv)
+    finally:
+        await writer.delete(NAMESPACES, elsewhere)
     assert int(inf.resource_version or 0) > before
     assert inf.stats.events.get("BOOKMARK", 0) > 0
     assert ("add", "elsewhere") not in rec.events
 
 
+@pytest.mark.embedded_only(reason="fault injection: dropped watches and a forced compaction")
 async def test_relist_after_compaction_emits_exactly_the_missed_changes(
-    srv: EmbeddedApiServer, reader: GatedClient, writer: KubeClient,
+    api: Cluster, reader: GatedClient, writer: KubeClient,
     informer: tuple[Informer[PodRecord], Recorder],
 ) -> None:
     inf, rec = informer
+    srv, ns = server_of(api), api.namespace
     reader.gate.clear()
     srv.faults.drop_watches()
     await wait_for(lambda: not watchers(srv))  # the informer is now waiting to re-watch
     rec.events.clear()
-    await writer.create(PODS, pod("added"), NS)
-    await writer.patch(PODS, "p1", {"metadata": {"labels": {"app": "changed"}}}, NS)
-    await writer.delete(PODS, "p2", NS)
+    await writer.create(PODS, pod("added"), ns)
+    await writer.patch(PODS, "p1", {"metadata": {"labels": {"app": "changed"}}}, ns)
+    await writer.delete(PODS, "p2", ns)
     srv.faults.compact()
     reader.gate.set()  # re-watch from the old resourceVersion: 410, relist, diff
     await wait_for(lambda: inf.stats.relists == 1 and len(rec.events) >= 3)
     await asyncio.sleep(0.3)  # nothing else may follow
     assert sorted(rec.events) == [("add", "added"), ("delete", "p2"), ("update", "p1")]
     assert sorted(inf.store.keys()) == sorted(
-        f"{NS}/{n}" for n in ("p0", "p1", "p3", "p4", "added")
+        f"{ns}/{n}" for n in ("p0", "p1", "p3", "p4", "added")
     )
-    record = inf.store.get(f"{NS}/p1")
+    record = inf.store.get(f"{ns}/p1")
     assert record is not None and record.labels == {"app": "changed"}
 
 
+@pytest.mark.embedded_only(reason="fault injection: watches dropped by the server")
 async def test_dropped_watch_resumes_without_relist(
-    srv: EmbeddedApiServer, writer: KubeClient, informer: tuple[Informer[PodRecord], Recorder]
+    api: Cluster, reader: GatedClient, writer: KubeClient,
+    informer: tuple[Informer[PodRecord], Recorder],
 ) -> None:
     inf, rec = informer
+    srv, ns = server_of(api), api.namespace
     watches = inf.stats.watches
     assert srv.faults.drop_watches() >= 1
-    await writer.create(PODS, pod("after-drop"), NS)
+    await writer.create(PODS, pod("after-drop"), ns)
     await wait_for(lambda: ("add", "after-drop") in rec.events)
     assert inf.stats.watches > watches
     assert inf.stats.lists == 1 and inf.stats.relists == 0
-    assert srv.request_counts(verb="LIST", resource="pods") == 3
+    assert reader.requests.total(verb="LIST", resource="pods") == 3
 
 
+@pytest.mark.embedded_only(reason="fault injection: watches stalled by the server")
 async def test_stalled_watch_is_detected_and_recovered(
-    srv: EmbeddedApiServer, writer: KubeClient, informer: tuple[Informer[PodRecord], Recorder]
+    api: Cluster, writer: KubeClient, informer: tuple[Informer[PodRecord], Recorder]
 ) -> None:
     inf, rec = informer
+    srv, ns = server_of(api), api.namespace
     assert srv.faults.stall_watches(60) >= 1
     await wait_for(lambda: inf.stats.stalls >= 1)
-    await writer.create(PODS, pod("after-stall"), NS)
+    await writer.create(PODS, pod("after-stall"), ns)
     await wait_for(lambda: ("add", "after-stall") in rec.events)
     assert inf.stats.lists == 1 and inf.stats.relists == 0
 
 
+@pytest.mark.embedded_only(reason="fault injection: garbage lines written into the watch")
 async def test_malformed_objects_are_skipped(
-    srv: EmbeddedApiServer, writer: KubeClient, informer: tuple[Informer[PodRecord], Recorder]
+    api: Cluster, writer: KubeClient, informer: tuple[Informer[PodRecord], Recorder]
 ) -> None:
     inf, rec = informer
+    srv, ns = server_of(api), api.namespace
     reader_client = inf._client
     assert isinstance(reader_client, KubeClient)
     await wait_for(lambda: bool(watchers(srv)))
-    nameless = {"type": "ADDED", "object": {"kind": "Pod", "metadata": {"namespace": NS}}}
+    nameless = {"type": "ADDED", "object": {"kind": "Pod", "metadata": {"namespace": ns}}}
     for watcher in watchers(srv):
         watcher.send_raw(b"{this is not json\n")
         watcher.send_raw(b'["an", "array"]\n')
         watcher.send_raw(orjson.dumps(nameless) + b"\n")
-    await writer.create(PODS, pod("after-garbage"), NS)
+    await writer.create(PODS, pod("after-garbage"), ns)
     await wait_for(lambda: ("add", "after-garbage") in rec.events)
     assert reader_client.malformed_lines >= 2
     assert inf.stats.parse_errors >= 1

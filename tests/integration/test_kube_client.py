@@ -1,10 +1,13 @@
-"""KubeClient against the embedded API server over real HTTPS: CRUD, typed errors, pagination,
-continue-token expiry, watch streams and 429 handling."""
+"""KubeClient over real HTTPS: CRUD, typed errors, pagination, continue-token expiry, watch
+streams, 410 Gone, 429 handling and in-cluster credentials.
+
+Requests are counted by the client itself (its ``on_request`` hook), so all but the fault
+injection tests run on a real cluster too.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import itertools
 import time
@@ -13,25 +16,33 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from slicectl.kube import config, errors
 from slicectl.kube.client import KubeClient
-from slicectl.kube.resources import NAMESPACES, PODS
+from slicectl.kube.resources import NAMESPACES, PODS, Resource
 from slicectl.sim.resources import NAMESPACE_TYPE
 from slicectl.sim.server import EmbeddedApiServer
+from tests.integration.conftest import Cluster
+from tests.integration.credentials import server_ca_and_address, service_account_token
 
-NS = "default"
+ROLES = Resource("rbac.authorization.k8s.io", "v1", "roles", True, "Role")
+ROLEBINDINGS = Resource("rbac.authorization.k8s.io", "v1", "rolebindings", True, "RoleBinding")
 HANG_GUARD = 30.0
-pytestmark = pytest.mark.embedded_only
+UNSCHEDULED = "slicectl-test-no-such-scheduler"  # keeps a real cluster's scheduler away
 
 
 def pod(name: str, **labels: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": name, "labels": labels or {"app": "x"}},
-        "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+        "spec": {"schedulerName": UNSCHEDULED,
+                 "containers": [{"name": "c", "image": "busybox"}]},
     }
+
+
+def server_of(api: Cluster) -> EmbeddedApiServer:
+    assert api.server is not None, "embedded_only tests run on the embedded server"
+    return api.server
 
 
 @pytest.fixture
@@ -41,74 +52,81 @@ async def calls() -> list[tuple[str, str, int, float]]:
 
 @pytest.fixture
 async def client(
-    srv: EmbeddedApiServer, calls: list[tuple[str, str, int, float]]
+    api: Cluster, calls: list[tuple[str, str, int, float]]
 ) -> AsyncIterator[KubeClient]:
     def hook(verb: str, resource: str, status: int, seconds: float) -> None:
         calls.append((verb, resource, status, time.monotonic()))
 
-    async with await KubeClient.connect(srv.kubeconfig_path, on_request=hook) as c:
+    async with await KubeClient.connect(api.kubeconfig, on_request=hook) as c:
         yield c
 
 
-async def test_crud_and_typed_errors(client: KubeClient) -> None:
+@pytest.fixture
+def ns(api: Cluster) -> str:
+    return api.namespace
+
+
+async def test_crud_and_typed_errors(client: KubeClient, ns: str) -> None:
     async with asyncio.timeout(HANG_GUARD):
-        created = await client.create(PODS, pod("a"), NS)
+        created = await client.create(PODS, pod("a"), ns)
         assert created["metadata"]["uid"]
         with pytest.raises(errors.AlreadyExists) as exists:
-            await client.create(PODS, pod("a"), NS)
+            await client.create(PODS, pod("a"), ns)
         assert exists.value.status == 409
         with pytest.raises(errors.NotFound):
-            await client.get(PODS, "missing", NS)
+            await client.get(PODS, "missing", ns)
         with pytest.raises(errors.Invalid) as invalid:
-            await client.create(PODS, pod("Not_A_Valid_Name"), NS)
+            await client.create(PODS, pod("Not_A_Valid_Name"), ns)
         assert invalid.value.status == 422 and invalid.value.body is not None
 
-        patched = await client.patch(PODS, "a", {"metadata": {"labels": {"app": "y"}}}, NS)
+        patched = await client.patch(PODS, "a", {"metadata": {"labels": {"app": "y"}}}, ns)
         assert patched["metadata"]["labels"] == {"app": "y"}
         json_patched = await client.patch(
-            PODS, "a", [{"op": "add", "path": "/metadata/labels/tier", "value": "web"}], NS,
+            PODS, "a", [{"op": "add", "path": "/metadata/labels/tier", "value": "web"}], ns,
             patch_type="json",
         )
         assert json_patched["metadata"]["labels"] == {"app": "y", "tier": "web"}
 
         stale = dict(created)  # the resourceVersion from before both patches
         with pytest.raises(errors.Conflict) as conflict:
-            await client.replace(PODS, "a", stale, NS)
+            await client.replace(PODS, "a", stale, ns)
         assert conflict.value.reason == "Conflict"
         with pytest.raises(errors.Conflict):
-            await client.delete(PODS, "a", NS, preconditions={"uid": "not-the-uid"})
+            await client.delete(PODS, "a", ns, preconditions={"uid": "not-the-uid"})
 
-        await client.delete(PODS, "a", NS, preconditions={"uid": created["metadata"]["uid"]})
+        await client.delete(PODS, "a", ns, preconditions={"uid": created["metadata"]["uid"]})
         async with asyncio.timeout(HANG_GUARD):
             while True:
                 try:
-                    await client.get(PODS, "a", NS)
+                    await client.get(PODS, "a", ns)
                 except errors.NotFound:
                     break
                 await asyncio.sleep(0.05)
 
 
 async def test_list_follows_continue_tokens(
-    srv: EmbeddedApiServer, client: KubeClient
+    client: KubeClient, ns: str, calls: list[tuple[str, str, int, float]]
 ) -> None:
     async with asyncio.timeout(HANG_GUARD):
         for i in range(7):
-            await client.create(PODS, pod(f"p{i}"), NS)
-        srv.reset_counts()
-        items, rv = await client.list(PODS, NS, limit=2)
+            await client.create(PODS, pod(f"p{i}"), ns)
+        calls.clear()
+        items, rv = await client.list(PODS, ns, limit=2)
         assert sorted(i["metadata"]["name"] for i in items) == [f"p{i}" for i in range(7)]
         assert int(rv) > 0
-        assert srv.request_counts(verb="LIST", resource="pods") == 4
-        selected, _ = await client.list(PODS, NS, label_selector="app=nothing", limit=2)
+        assert [c[:3] for c in calls] == [("LIST", "pods", 200)] * 4
+        selected, _ = await client.list(PODS, ns, label_selector="app=nothing", limit=2)
         assert selected == []
 
 
+@pytest.mark.embedded_only(reason="fault injection: a forced compaction between two pages")
 async def test_list_restarts_when_continue_token_expires(
-    srv: EmbeddedApiServer, client: KubeClient, calls: list[tuple[str, str, int, float]]
+    api: Cluster, client: KubeClient, ns: str, calls: list[tuple[str, str, int, float]]
 ) -> None:
+    srv = server_of(api)
     async with asyncio.timeout(HANG_GUARD):
         for i in range(5):
-            await client.create(PODS, pod(f"p{i}"), NS)
+            await client.create(PODS, pod(f"p{i}"), ns)
         bumped = False
 
         def compact_after_first_page(verb: str, resource: str, status: int, s: float) -> None:
@@ -122,49 +140,53 @@ async def test_list_restarts_when_continue_token_expires(
                 srv.faults.compact()
 
         client._on_request = compact_after_first_page
-        items, _ = await client.list(PODS, NS, limit=2)
+        items, _ = await client.list(PODS, ns, limit=2)
         assert sorted(i["metadata"]["name"] for i in items) == [f"p{i}" for i in range(5)]
         assert srv.request_counts(verb="LIST", resource="pods", code=410) == 1
         names, _ = await client.list(NAMESPACES)
         assert "bump" in {n["metadata"]["name"] for n in names}
 
 
-async def test_watch_streams_events_and_ends_on_timeout(client: KubeClient) -> None:
+async def test_watch_streams_events_and_ends_on_timeout(client: KubeClient, ns: str) -> None:
     async with asyncio.timeout(HANG_GUARD):
-        _, rv = await client.list(PODS, NS)
+        _, rv = await client.list(PODS, ns)
         seen: list[tuple[str, str]] = []
 
         async def consume() -> None:
-            async for event in client.watch(PODS, NS, resource_version=rv, timeout_seconds=2):
+            async for event in client.watch(PODS, ns, resource_version=rv, timeout_seconds=2):
                 if event.type != "BOOKMARK":
                     seen.append((event.type, event.object["metadata"]["name"]))
 
         task = asyncio.create_task(consume())
-        await client.create(PODS, pod("w"), NS)
-        await client.patch(PODS, "w", {"metadata": {"labels": {"app": "z"}}}, NS)
+        await client.create(PODS, pod("w"), ns)
+        await client.patch(PODS, "w", {"metadata": {"labels": {"app": "z"}}}, ns)
         await task  # ends normally when the server closes at timeoutSeconds
         assert seen == [("ADDED", "w"), ("MODIFIED", "w")]
 
 
 async def test_watch_from_compacted_version_raises_gone(
-    srv: EmbeddedApiServer, client: KubeClient
+    api: Cluster, client: KubeClient, ns: str
 ) -> None:
+    """On the embedded server the history is compacted by hand; on a real one, a version from
+    before its watch cache (``1``: older than anything a running cluster keeps) is gone too."""
     async with asyncio.timeout(HANG_GUARD):
-        _, rv = await client.list(PODS, NS)
-        await client.create(PODS, pod("x"), NS)
-        srv.faults.compact()
+        _, rv = await client.list(PODS, ns)
+        await client.create(PODS, pod("x"), ns)
+        if api.server is not None:
+            api.server.faults.compact()
+        else:
+            rv = "1"
         with pytest.raises(errors.Gone):
-            async for _ in client.watch(PODS, NS, resource_version=rv, timeout_seconds=5):
+            async for _ in client.watch(PODS, ns, resource_version=rv, timeout_seconds=5):
                 pass
 
 
-async def test_stalled_watch_raises_watch_stalled(
-    srv: EmbeddedApiServer, client: KubeClient
-) -> None:
+async def test_stalled_watch_raises_watch_stalled(client: KubeClient, ns: str) -> None:
+    """A watch on an idle namespace, without bookmarks: nothing arrives, which is a stall."""
     async with asyncio.timeout(HANG_GUARD):
-        _, rv = await client.list(PODS, NS)
+        _, rv = await client.list(PODS, ns)
         stream = client.watch(
-            PODS, NS, resource_version=rv, timeout_seconds=60, inactivity_timeout=0.5,
+            PODS, ns, resource_version=rv, timeout_seconds=60, inactivity_timeout=0.5,
             allow_bookmarks=False,
         )
         with pytest.raises(errors.WatchStalled):
@@ -172,14 +194,16 @@ async def test_stalled_watch_raises_watch_stalled(
                 pass
 
 
+@pytest.mark.embedded_only(reason="fault injection: half the requests answered 429")
 async def test_429_retry_after_is_honoured(
-    srv: EmbeddedApiServer, client: KubeClient, calls: list[tuple[str, str, int, float]]
+    api: Cluster, client: KubeClient, ns: str, calls: list[tuple[str, str, int, float]]
 ) -> None:
+    srv = server_of(api)
     async with asyncio.timeout(HANG_GUARD):
-        await client.create(PODS, pod("t"), NS)
+        await client.create(PODS, pod("t"), ns)
         srv.faults.throttle_rate = 0.5
         while not any(c[2] == 429 for c in calls):  # sequential GETs until one is throttled
-            got = await client.get(PODS, "t", NS)
+            got = await client.get(PODS, "t", ns)
             assert got["metadata"]["name"] == "t"  # a throttled GET was retried to success
         srv.faults.throttle_rate = 0.0
         gets = [c for c in calls if c[0] == "GET"]
@@ -189,45 +213,57 @@ async def test_429_retry_after_is_honoured(
                 assert resent[3] - sent[3] >= 0.9
 
 
-def service_account_files(srv: EmbeddedApiServer, directory: Path) -> Path:
-    """A pod's ca.crt (the server's CA) and a token file holding a stale token."""
-    kubeconfig = yaml.safe_load(Path(srv.kubeconfig_path).read_text())
-    ca = base64.b64decode(kubeconfig["clusters"][0]["cluster"]["certificate-authority-data"])
-    (directory / "ca.crt").write_bytes(ca)
-    token_file = directory / "token"
-    token_file.write_text("expired-token")
-    return token_file
+async def valid_token(api: Cluster) -> str:
+    """A bearer token the server accepts that may list pods in the test's namespace."""
+    if api.server is not None:
+        return api.server.token
+    token = await service_account_token(api.client, api.namespace, "reader")
+    rbac = {"apiVersion": "rbac.authorization.k8s.io/v1", "metadata": {"name": "reader"}}
+    await api.client.create(ROLES, {**rbac, "kind": "Role", "rules": [
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}]}, api.namespace)
+    await api.client.create(ROLEBINDINGS, {
+        **rbac, "kind": "RoleBinding",
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "reader"},
+        "subjects": [{"kind": "ServiceAccount", "name": "reader", "namespace": api.namespace}],
+    }, api.namespace)
+    return token
 
 
 async def test_in_cluster_token_is_reread_after_401(
-    srv: EmbeddedApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    api: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    token_file = service_account_files(srv, tmp_path)
+    """A pod's ca.crt (the server's CA) and a token file holding a stale token, then rotated."""
+    ca, host, port = server_ca_and_address(api.kubeconfig)
+    if ca is None:
+        pytest.skip("the kubeconfig names no CA certificate, which in-cluster config requires")
+    (tmp_path / "ca.crt").write_bytes(ca)
+    token_file = tmp_path / "token"
+    token_file.write_text("expired-token")
+    token = await valid_token(api)
     monkeypatch.setattr(config, "_IN_CLUSTER_TOKEN", str(token_file))
     monkeypatch.setattr(config, "_IN_CLUSTER_CA", str(tmp_path / "ca.crt"))
     monkeypatch.delenv("KUBECONFIG", raising=False)
-    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
-    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", str(srv.port))
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", host)
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", str(port))
     statuses: list[int] = []
     async with asyncio.timeout(HANG_GUARD):
         client = await KubeClient.connect(on_request=lambda v, r, s, t: statuses.append(s))
         async with client:
-            assert srv.token not in repr(client)
+            assert token not in repr(client)
             with pytest.raises(errors.Unauthorized):
-                await client.list(NAMESPACES)
-            token_file.write_text(srv.token)  # the kubelet rotated the projected token
-            items, _ = await client.list(NAMESPACES)
-    assert "default" in {i["metadata"]["name"] for i in items}
+                await client.list(PODS, api.namespace)
+            token_file.write_text(token)  # the kubelet rotated the projected token
+            await client.list(PODS, api.namespace)
     assert statuses == [401, 401, 401, 200]  # one re-read and resend per 401
 
 
-async def test_watch_carries_a_one_megabyte_object(client: KubeClient) -> None:
+async def test_watch_carries_a_one_megabyte_object(client: KubeClient, ns: str) -> None:
     async with asyncio.timeout(HANG_GUARD):
-        _, rv = await client.list(PODS, NS)
+        _, rv = await client.list(PODS, ns)
         big = pod("big")
         big["spec"]["containers"][0]["env"] = [{"name": "BLOB", "value": "x" * 1_000_000}]
-        await client.create(PODS, big, NS)
-        stream = client.watch(PODS, NS, resource_version=rv, timeout_seconds=5)
+        await client.create(PODS, big, ns)
+        stream = client.watch(PODS, ns, resource_version=rv, timeout_seconds=5)
         async with contextlib.aclosing(stream):
             async for event in stream:
                 assert event.type == "ADDED"

@@ -22,32 +22,26 @@ import signal
 import socket
 import sys
 import time
-import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import aiohttp
-import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from slicectl.kube.client import KubeClient
 from slicectl.kube.errors import NotFound
-from slicectl.kube.resources import LEASES, NAMESPACES
-from slicectl.sim.server import EmbeddedApiServer
+from slicectl.kube.resources import LEASES
+from tests.integration.conftest import Cluster
 from tests.integration.support import (
-    CRD_PATH,
     ESEL,
     ROOT,
-    apply_crd,
     create_pod,
     ensure_node,
     selector_body,
     slices_of,
     wait_until,
 )
-
-pytestmark = pytest.mark.embedded_only
 
 LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD = 3.0, 2.0, 0.5
 LEASE_NAME = "slicectl"
@@ -223,28 +217,22 @@ async def measure_takeover(
     return time.monotonic() - since
 
 
-async def test_one_writer_and_failover_on_kill_and_term(tmp_path: Path) -> None:
-    ns = f"le-{uuid.uuid4().hex[:8]}"
+async def test_one_writer_and_failover_on_kill_and_term(cluster: Cluster, tmp_path: Path) -> None:
+    ns, client = cluster.namespace, cluster.client
     replicas: list[Replica] = []
     async with contextlib.AsyncExitStack() as stack:
-        srv = await stack.enter_async_context(EmbeddedApiServer(port=0))
-        client = await KubeClient.connect(srv.kubeconfig_path)
-        stack.push_async_callback(client.close)
         session = await stack.enter_async_context(
             aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)))
         probe = Probe(session)
         await stack.enter_async_context(replicas_guard(replicas))
 
-        await apply_crd(client, CRD_PATH)
-        await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
-                                         "metadata": {"name": ns}})
         for n in range(2):
             await ensure_node(client, f"node-{n}", f"zone-{n}")
         for i in range(4):
             await create_pod(client, ns, f"web-{i}", f"10.1.0.{i + 1}", WEB, node=f"node-{i % 2}")
         await client.create(ESEL, selector_body("web", WEB, ports=HTTP_PORT), ns)
 
-        a, b = (Replica(n, srv.kubeconfig_path, ns, tmp_path) for n in ("a", "b"))
+        a, b = (Replica(n, cluster.kubeconfig, ns, tmp_path) for n in ("a", "b"))
         replicas += [a, b]
         await asyncio.gather(a.start(), b.start())
 
@@ -286,7 +274,7 @@ async def test_one_writer_and_failover_on_kill_and_term(tmp_path: Path) -> None:
         assert holder and holder == survivor.leading_identity()
 
         # -- SIGTERM the leader (the survivor, with a fresh standby) ---------------------------
-        fresh = Replica("c", srv.kubeconfig_path, ns, tmp_path)
+        fresh = Replica("c", cluster.kubeconfig, ns, tmp_path)
         replicas.append(fresh)
         await fresh.start()
         await wait_until(lambda: probe.ready(fresh), what="fresh standby /readyz 200")

@@ -18,29 +18,38 @@ URL the server does not count) needs no grant: system:discovery allows it to eve
 * every call the controller made must be granted by the rendered chart, and
 * every grant must be used by some call, or be allow-listed with the reason
   (``unused_grants_allowed``: needed though not exercised).
+
+On a real cluster (``SLICECTL_TEST_KUBECONFIG``) the server enforces RBAC, so the controller
+runs as the chart's ServiceAccount, bound by the chart's own (Cluster)Roles, with a TokenRequest
+token: the scenario must converge and the controller's own request counts (its
+``slicectl_api_requests_total``) must show no 401 or 403 and every expected kind of call. The
+"no unused grant" half needs the server's per-group request counts, so it is checked on the
+embedded server only.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import uuid
 from collections import Counter
-from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from slicectl.kube.client import KubeClient
-from slicectl.kube.resources import ENDPOINTSLICES, EVENTS, NAMESPACES, PODS, Resource
+from slicectl.kube.resources import ENDPOINTSLICES, EVENTS, PODS, Resource
 from slicectl.model.apis import CORE, GATEWAY, SLICECTL
 from slicectl.model.records import SelectorRef
-from slicectl.sim.server import EmbeddedApiServer
-from tests.chart_rbac import RbacRule, helm_unavailable_reason, rendered_rbac_rules
+from tests.chart_rbac import RbacRule, helm_unavailable_reason, render_chart, rendered_rbac_rules
+from tests.integration.conftest import Cluster
+from tests.integration.credentials import chart_identity, token_kubeconfig
 from tests.integration.support import (
     CRD_PATH,
     ESEL,
     FIXTURE_CRDS,
+    ClientRequests,
     apply_crd,
     create_pod,
     ensure_node,
@@ -51,8 +60,6 @@ from tests.integration.support import (
     slices_of,
     wait_until,
 )
-
-pytestmark = pytest.mark.embedded_only
 
 WEB = {"app": "web"}
 HTTP_PORT = [{"name": "http", "protocol": "TCP", "targetPort": "http"}]
@@ -77,16 +84,6 @@ def unused_grants_allowed(apis: tuple[SelectorRef, ...]) -> dict[RbacRule, str]:
 
 
 ServerKey = tuple[str, str, str, str, int]  # verb, group, resource, subresource, code
-
-
-class ClientRequests:
-    """An ``on_request`` hook counting one client's requests by (verb, resource, code)."""
-
-    def __init__(self) -> None:
-        self.counts: Counter[tuple[str, str, int]] = Counter()
-
-    def __call__(self, verb: str, resource: str, code: int, _seconds: float) -> None:
-        self.counts[(verb, resource, code)] += 1
 
 
 def controller_calls(server: dict[ServerKey, int], test: ClientRequests) -> dict[ServerKey, int]:
@@ -119,18 +116,6 @@ def _helm_reason() -> str | None:
     return helm_unavailable_reason()
 
 
-@contextlib.asynccontextmanager
-async def server_and_client() -> AsyncIterator[tuple[EmbeddedApiServer, KubeClient,
-                                                     ClientRequests]]:
-    hook = ClientRequests()
-    async with EmbeddedApiServer(port=0) as srv:
-        client = await KubeClient.connect(srv.kubeconfig_path, on_request=hook)
-        try:
-            yield srv, client, hook
-        finally:
-            await client.close()
-
-
 async def endpoints(client: KubeClient, ns: str, name: str = "web") -> dict[str, bool]:
     """Published address -> ready, over the selector's slices."""
     return {a: bool(ep["conditions"].get("ready")) for s in await slices_of(client, ns, name)
@@ -141,42 +126,64 @@ def flavour_resource(api: SelectorRef) -> Resource:
     return Resource(api.group, api.version, api.plural, kind=api.kind)
 
 
+ControllerCounts = dict[tuple[str, str, int], float]  # (verb, resource, code) -> requests
+
+
+async def controller_requests(metrics_port: int | None) -> ControllerCounts:
+    """The controller's own request counts, from its ``slicectl_api_requests_total``."""
+    assert metrics_port is not None
+    async with aiohttp.ClientSession() as session, \
+            session.get(f"http://127.0.0.1:{metrics_port}/metrics") as resp:
+        text = await resp.text()
+    out: ControllerCounts = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == "slicectl_api_requests_total":
+                key = (sample.labels["verb"], sample.labels["resource"],
+                       int(sample.labels["code"]))
+                out[key] = out.get(key, 0.0) + sample.value
+    return out
+
+
 async def exercise_controller(
-    srv: EmbeddedApiServer, client: KubeClient, hook: ClientRequests, ns: str,
-    apis: tuple[SelectorRef, ...],
-) -> None:
-    """Run the controller through every kind of call it makes; counts start with it."""
+    api: Cluster, controller_kubeconfig: str, apis: tuple[SelectorRef, ...],
+) -> ControllerCounts:
+    """Run the controller through every kind of call it makes; counts start with it.
+
+    Returns the controller's own request counts, read just before it stops.
+    """
+    client, ns = api.client, api.namespace
     await apply_crd(client, CRD_PATH)
     others = [api for api in apis if api != SLICECTL]
-    for api in others:
-        await apply_crd(client, FIXTURE_CRDS / f"{api.group}_{api.plural}.yaml")
-    await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
-                                     "metadata": {"name": ns}})
+    for other in others:
+        await apply_crd(client, FIXTURE_CRDS / f"{other.group}_{other.plural}.yaml")
     for n in range(2):
         await ensure_node(client, f"node-{n}", f"zone-{n}")
     for i in range(3):
         await create_pod(client, ns, f"web-{i}", f"10.2.0.{i + 1}", WEB, node=f"node-{i % 2}")
     await client.create(ESEL, selector_body("web", WEB, ports=HTTP_PORT), ns)
-    for api in others:  # the other flavours: served once each, under their own names
-        body = {"apiVersion": api.api_version, "kind": api.kind,
-                "metadata": {"name": f"web-{api.plural}-{api.group.split('.')[0]}"},
+    for other in others:  # the other flavours: served once each, under their own names
+        body = {"apiVersion": other.api_version, "kind": other.kind,
+                "metadata": {"name": f"web-{other.plural}-{other.group.split('.')[0]}"},
                 "spec": {"selector": {"matchLabels": WEB},
                          "ports": [{"name": "http", "targetPort": 8080}]}}
-        await client.create(flavour_resource(api), body, ns)
+        await client.create(flavour_resource(other), body, ns)
 
-    opts = options(srv.kubeconfig_path, ns, selector_apis=apis, leader_elect=True,
+    opts = options(controller_kubeconfig, ns, selector_apis=apis, leader_elect=True,
                    lease_namespace=ns, lease_duration=3.0, renew_deadline=2.0,
-                   retry_period=0.5, status_update_period=0.0, max_endpoints_per_slice=2)
-    srv.reset_counts()  # the setup above was all the test's own
-    hook.counts.clear()
-    async with running_controller(opts):
-        for api in others:
-            name = f"web-{api.plural}-{api.group.split('.')[0]}"
+                   retry_period=0.5, status_update_period=0.0, max_endpoints_per_slice=2,
+                   metrics_bind_address="127.0.0.1:0")
+    if api.server is not None:
+        api.server.reset_counts()  # the setup above was all the test's own
+    api.requests.clear()
+    async with running_controller(opts) as running:
+        for other in others:
+            name = f"web-{other.plural}-{other.group.split('.')[0]}"
 
             async def flavour_served(name: str = name) -> bool:
                 return len(await endpoints(client, ns, name)) == 3
 
-            await wait_until(flavour_served, what=f"{api.api_version} selector served")
+            await wait_until(flavour_served, what=f"{other.api_version} selector served")
         want = {f"10.2.0.{i + 1}": True for i in range(3)}
 
         async def converged() -> bool:
@@ -243,8 +250,10 @@ async def exercise_controller(
         async def gone() -> bool:
             return not await slices_of(client, ns, "web")
 
-        await wait_until(gone, what="slices gone with their selector")
+        await wait_until(gone, limit=90.0, what="slices gone with their selector")
+        counts = await controller_requests(running.health.metrics_port)
     # Leaving the block stops the controller as SIGTERM does: Lease released, Events flushed.
+    return counts
 
 
 def check_against_chart(
@@ -274,18 +283,34 @@ def check_against_chart(
                  id="all-selector-apis"),
 ])
 async def test_chart_grants_exactly_what_the_controller_calls(
-    apis: tuple[SelectorRef, ...], values: dict[str, Any],
+    api: Cluster, tmp_path: Path, apis: tuple[SelectorRef, ...], values: dict[str, Any],
 ) -> None:
-    ns = f"rbac-{uuid.uuid4().hex[:8]}"
-    async with server_and_client() as (srv, client, hook):
-        await exercise_controller(srv, client, hook, ns, apis)
-        calls = controller_calls(srv.counts(), hook)
+    reason = _helm_reason()
+    if reason:
+        pytest.skip(reason)
+    if api.server is None:  # a real cluster: the controller runs as the chart's ServiceAccount
+        docs = render_chart(values, namespace=api.namespace)
+        async with chart_identity(api.client, api.namespace, docs) as token:
+            kubeconfig = token_kubeconfig(api.kubeconfig, token, tmp_path / "controller.yaml")
+            own = await exercise_controller(api, kubeconfig, apis)
+        check_enforced_by_the_server(own, apis, values)
+        return
+    own = await exercise_controller(api, api.kubeconfig, apis)
+    assert not [k for k in own if k[2] in (401, 403)], own
+    calls = controller_calls(api.server.counts(), api.requests)
     recorded = rbac_of(calls)
     print(f"\n[rbac] selector APIs {[a.api_version for a in apis]}; controller calls "
           "(verb, group, resource, subresource, code): count")
     for key, n in sorted(calls.items()):
         print(f"[rbac]   {key}: {n}")
-    # Sanity: the scenario reached every kind of call it is meant to exercise.
+    for rule in expected_calls(apis):
+        assert rule in recorded, f"scenario did not exercise {rule}"
+    unused = check_against_chart(recorded, values, apis)
+    print(f"[rbac] granted by the chart, not called in this scenario: {sorted(unused)}")
+
+
+def expected_calls(apis: tuple[SelectorRef, ...]) -> list[RbacRule]:
+    """Every kind of call the scenario is meant to exercise."""
     expected = [("", "pods", "list"), ("", "pods", "watch"), ("", "nodes", "list"),
                 ("", "nodes", "watch"),
                 ("discovery.k8s.io", "endpointslices", "create"),
@@ -297,7 +322,19 @@ async def test_chart_grants_exactly_what_the_controller_calls(
                 ("coordination.k8s.io", "leases", "create"),
                 ("coordination.k8s.io", "leases", "update")]
     expected += [(a.group, a.plural, verb) for a in apis for verb in ("list", "watch")]
-    for rule in expected:
-        assert rule in recorded, f"scenario did not exercise {rule}"
-    unused = check_against_chart(recorded, values, apis)
-    print(f"[rbac] granted by the chart, not called in this scenario: {sorted(unused)}")
+    return expected
+
+
+def check_enforced_by_the_server(
+    own: ControllerCounts, apis: tuple[SelectorRef, ...], values: dict[str, Any],
+) -> None:
+    """On a real cluster: nothing refused, and every expected kind of call was made (and
+    therefore allowed by the chart's roles). The client's counts carry no API group."""
+    print(f"\n[rbac] controller's own requests as the chart's ServiceAccount: {sorted(own)}")
+    refused = {k: n for k, n in own.items() if k[2] in (401, 403)}
+    assert not refused, f"the server refused the chart's ServiceAccount: {refused}"
+    made = {(resource, RBAC_VERB[verb]) for verb, resource, code in own if code < 400}
+    for _group, resource, verb in expected_calls(apis):
+        assert (resource, verb) in made, f"scenario did not exercise {resource} {verb}"
+    granted = {(resource, verb) for _g, resource, verb in rendered_rbac_rules(values)}
+    assert made <= granted, f"calls the chart does not grant: {sorted(made - granted)}"
