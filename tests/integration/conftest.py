@@ -17,6 +17,7 @@ import contextlib
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,6 +27,7 @@ from slicectl.kube.errors import NotFound
 from slicectl.kube.resources import NAMESPACES, NODES
 from slicectl.sim.server import EmbeddedApiServer
 from tests.conftest import REAL_CLUSTER_KUBECONFIG
+from tests.integration.credentials import server_ca_and_address
 from tests.integration.support import (
     CRD_PATH,
     CREATED_NODES,
@@ -33,6 +35,7 @@ from tests.integration.support import (
     apply_crd,
     create_namespace,
 )
+from tests.integration.wire import WireProxy
 
 
 @dataclass
@@ -74,6 +77,18 @@ async def api(embedded_options: dict[str, Any]) -> AsyncIterator[Cluster]:
             stack.push_async_callback(_delete_namespace, client, ns)
         requests.clear()
         yield Cluster(kubeconfig, client, ns, server, requests)
+
+
+@pytest.fixture
+async def wire(api: Cluster, tmp_path: Path) -> AsyncIterator[WireProxy | None]:
+    """On a real cluster, a proxy to break the wire (``wire.kubeconfig(...)`` goes through it);
+    None on the embedded server, whose own ``faults`` do that."""
+    if api.server is not None:
+        yield None
+        return
+    _, host, port = server_ca_and_address(api.kubeconfig)
+    async with WireProxy(host, port) as proxy:
+        yield proxy
 
 
 @pytest.fixture

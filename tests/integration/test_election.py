@@ -11,6 +11,7 @@ import re
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack
+from pathlib import Path
 
 import pytest
 
@@ -19,6 +20,7 @@ from slicectl.kube.client import KubeClient
 from slicectl.kube.resources import LEASES
 from tests.integration.conftest import Cluster
 from tests.integration.support import ClientRequests
+from tests.integration.wire import WireProxy
 
 LEASE, RENEW, RETRY = 2.0, 1.5, 0.25
 NS, NAME = "default", "slicectl-test"
@@ -58,9 +60,12 @@ class Candidate:
         await asyncio.gather(self.task, return_exceptions=True)
 
 
-async def candidate(api: Cluster, stack: AsyncExitStack, identity: str) -> Candidate:
+async def candidate(
+    api: Cluster, stack: AsyncExitStack, identity: str, kubeconfig: str | None = None,
+) -> Candidate:
     requests = ClientRequests()
-    client = await KubeClient.connect(kubeconfig=api.kubeconfig, on_request=requests)
+    client = await KubeClient.connect(kubeconfig=kubeconfig or api.kubeconfig,
+                                      on_request=requests)
     stack.push_async_callback(client.close)
     elector = LeaderElector(client, api.namespace, NAME, identity, LEASE, RENEW, RETRY)
     c = Candidate(elector, requests)
@@ -140,17 +145,26 @@ async def test_released_lease_is_taken_over_quickly(
     assert spec["holderIdentity"] == "b"
 
 
-@pytest.mark.embedded_only(reason="fault injection: 500s or latency on every request")
 @pytest.mark.parametrize("fault", ["errors", "latency"])
 async def test_leader_that_cannot_renew_steps_down_before_expiry(
-    api: Cluster, stack: AsyncExitStack, fault: str
+    api: Cluster, stack: AsyncExitStack, wire: WireProxy | None, tmp_path: Path, fault: str
 ) -> None:
-    a = await candidate(api, stack, "a")
+    """Errors: the embedded server answers 500; a real one is made unreachable (connections
+    reset). Latency: the embedded server answers after the lease; a real one's bytes stop."""
+    kubeconfig = wire.kubeconfig(api.kubeconfig, tmp_path / "wire.yaml") if wire else None
+    a = await candidate(api, stack, "a", kubeconfig)
     await wait_for(lambda: a.elector.is_leader)
-    assert api.server is not None
-    if fault == "errors":
+    if wire is not None:
+        stack.callback(wire.drop)  # let the stalled requests end before the client closes
+        if fault == "errors":
+            wire.refuse()
+        else:
+            wire.stall(new_too=True)
+    elif fault == "errors":
+        assert api.server is not None
         api.server.faults.error_rate = 1.0
     else:
+        assert api.server is not None
         api.server.faults.latency_ms = int((LEASE + 1) * 1000)
     # The last good renewal was sent before the fault, so the gate must close within the
     # renew deadline of now, which is before any other replica may consider the lease expired.

@@ -6,16 +6,16 @@ real cluster too.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from slicectl.kube.client import KubeClient
 from slicectl.kube.resources import EVENTS
 from slicectl.obs.events import WARNING, EventRecorder
 from tests.integration.conftest import Cluster
 from tests.integration.credentials import token_kubeconfig
+from tests.integration.wire import WireProxy
 
 
 def regarding(ns: str, name: str = "llm", uid: str = "uid-1") -> dict[str, str]:
@@ -94,12 +94,21 @@ async def test_refused_writes_never_reach_the_caller(api: Cluster, tmp_path: Pat
     assert await events(api) == []
 
 
-@pytest.mark.embedded_only(reason="fault injection: every request answered 500")
-async def test_write_failures_never_reach_the_caller(api: Cluster) -> None:
-    assert api.server is not None
-    api.server.faults.error_rate = 1.0
-    recorder = EventRecorder(api.client, reporting_instance="slicectl-0")
-    recorder.event(regarding(api.namespace), WARNING, "InvalidSpec", "bad")  # must not raise
-    await recorder.flush()
-    api.server.faults.error_rate = 0.0
+async def test_write_failures_never_reach_the_caller(
+    api: Cluster, wire: WireProxy | None, tmp_path: Path
+) -> None:
+    """Every write fails: the embedded server answers 500, a real one is unreachable."""
+    async with contextlib.AsyncExitStack() as stack:
+        if wire is None:
+            assert api.server is not None
+            api.server.faults.error_rate = 1.0
+            stack.callback(setattr, api.server.faults, "error_rate", 0.0)
+            client = api.client
+        else:
+            client = await KubeClient.connect(wire.kubeconfig(api.kubeconfig, tmp_path / "w"))
+            stack.push_async_callback(client.close)
+            wire.refuse()
+        recorder = EventRecorder(client, reporting_instance="slicectl-0")
+        recorder.event(regarding(api.namespace), WARNING, "InvalidSpec", "bad")  # no raise
+        await recorder.flush()
     assert await events(api) == []

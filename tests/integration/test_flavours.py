@@ -16,7 +16,7 @@ from tests.integration.support import (
     ESEL,
     FIXTURE_CRDS,
     ROOT,
-    apply_crd,
+    apply_fixture_crd,
     create_pod,
     ensure_node,
     load_yaml,
@@ -39,8 +39,9 @@ def flavour_body(api_version: str, kind: str, name: str, port: dict[str, Any]) -
 
 async def test_all_three_selector_apis_with_the_same_name_coexist(cluster: Cluster) -> None:
     c = cluster
-    await apply_crd(c.client, FIXTURE_CRDS / "discovery.k8s.io_endpointselectors.yaml")
-    await apply_crd(c.client, FIXTURE_CRDS / "gateway.networking.x-k8s.io_xendpointselectors.yaml")
+    for crd in ("discovery.k8s.io_endpointselectors",
+                "gateway.networking.x-k8s.io_xendpointselectors"):
+        await apply_fixture_crd(c.client, FIXTURE_CRDS / f"{crd}.yaml", real=c.real)
     await ensure_node(c.client, "node-a", "zone-a")
     for i in range(3):
         await create_pod(c.client, c.namespace, f"web-{i}", f"10.4.0.{i + 1}", {"app": "web"})

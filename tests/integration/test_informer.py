@@ -9,7 +9,9 @@ exist, so on a cluster with a scheduler and kubelets nothing else writes to them
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -25,6 +27,7 @@ from slicectl.sim.server import EmbeddedApiServer
 from slicectl.sim.watch import Watcher
 from tests.integration.conftest import Cluster
 from tests.integration.support import ClientRequests, create_namespace
+from tests.integration.wire import WireProxy
 
 HANG_GUARD = 30.0
 UNSCHEDULED = "slicectl-test-no-such-scheduler"  # keeps a real cluster's scheduler away
@@ -94,9 +97,13 @@ def writer(api: Cluster) -> KubeClient:
 
 
 @pytest.fixture
-async def reader(api: Cluster) -> AsyncIterator[GatedClient]:
+async def reader(
+    api: Cluster, wire: WireProxy | None, tmp_path: Path
+) -> AsyncIterator[GatedClient]:
+    """The informer's client; on a real cluster it goes through ``wire``."""
     requests = ClientRequests()
-    client = await GatedClient.connect(api.kubeconfig, on_request=requests)
+    kubeconfig = wire.kubeconfig(api.kubeconfig, tmp_path / "wire.yaml") if wire else None
+    client = await GatedClient.connect(kubeconfig or api.kubeconfig, on_request=requests)
     client.requests = requests
     client.gate = asyncio.Event()
     client.gate.set()
@@ -105,19 +112,36 @@ async def reader(api: Cluster) -> AsyncIterator[GatedClient]:
 
 
 @pytest.fixture
+async def heartbeat(api: Cluster, writer: KubeClient) -> AsyncIterator[None]:
+    """A pod relabelled every 0.3 s: the namespace's watches never go quiet."""
+    await writer.create(PODS, pod("heartbeat"), api.namespace)
+
+    async def beat() -> None:
+        for n in itertools.count():
+            await writer.patch(PODS, "heartbeat", {"metadata": {"labels": {"beat": str(n)}}},
+                               api.namespace)
+            await asyncio.sleep(0.3)
+
+    task = asyncio.create_task(beat())
+    yield
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
+@pytest.fixture
 async def informer(
-    api: Cluster, reader: GatedClient, writer: KubeClient
+    request: pytest.FixtureRequest, api: Cluster, reader: GatedClient, writer: KubeClient
 ) -> AsyncIterator[tuple[Informer[PodRecord], Recorder]]:
     for i in range(5):
         await writer.create(PODS, pod(f"p{i}"), api.namespace)
     recorder = Recorder()
+    # A real server is silent on an idle watch until its bookmark near the timeout, so there
+    # short stall detection needs a namespace that is never quiet (the heartbeat fixture).
+    short = api.server is not None or "heartbeat" in request.fixturenames
     inf: Informer[PodRecord] = Informer(
         reader, PODS, parse_pod, key=lambda p: p.key, namespace=api.namespace, page_size=2,
-        # A real server is silent on an idle watch until its bookmark near the timeout, so only
-        # the embedded server (bookmarks every 0.2 s) gets the short stall detection.
-        watch_timeout=20, inactivity_timeout=2.0 if api.server else None, handler=recorder,
-        backoff_initial=0.05,
-        backoff_max=0.2,
+        watch_timeout=20, inactivity_timeout=2.0 if short else None, handler=recorder,
+        backoff_initial=0.05, backoff_max=0.2,
     )
     task = asyncio.create_task(inf.run())
     async with asyncio.timeout(HANG_GUARD):
@@ -197,15 +221,17 @@ async def test_relist_after_compaction_emits_exactly_the_missed_changes(
     assert record is not None and record.labels == {"app": "changed"}
 
 
-@pytest.mark.embedded_only(reason="fault injection: watches dropped by the server")
 async def test_dropped_watch_resumes_without_relist(
-    api: Cluster, reader: GatedClient, writer: KubeClient,
+    api: Cluster, reader: GatedClient, writer: KubeClient, wire: WireProxy | None,
     informer: tuple[Informer[PodRecord], Recorder],
 ) -> None:
+    """The embedded server ends its watches; a real one's connections are reset."""
     inf, rec = informer
-    srv, ns = server_of(api), api.namespace
+    ns = api.namespace
+    await writer.create(PODS, pod("before-drop"), ns)
+    await wait_for(lambda: ("add", "before-drop") in rec.events)  # the watch is open
     watches = inf.stats.watches
-    assert srv.faults.drop_watches() >= 1
+    assert (wire.drop() if wire else server_of(api).faults.drop_watches()) >= 1
     await writer.create(PODS, pod("after-drop"), ns)
     await wait_for(lambda: ("add", "after-drop") in rec.events)
     assert inf.stats.watches > watches
@@ -213,13 +239,17 @@ async def test_dropped_watch_resumes_without_relist(
     assert reader.requests.total(verb="LIST", resource="pods") == 3
 
 
-@pytest.mark.embedded_only(reason="fault injection: watches stalled by the server")
+@pytest.mark.usefixtures("heartbeat")
 async def test_stalled_watch_is_detected_and_recovered(
-    api: Cluster, writer: KubeClient, informer: tuple[Informer[PodRecord], Recorder]
+    api: Cluster, writer: KubeClient, wire: WireProxy | None,
+    informer: tuple[Informer[PodRecord], Recorder],
 ) -> None:
+    """The embedded server stops sending on its watches; a real one's bytes stop flowing."""
     inf, rec = informer
-    srv, ns = server_of(api), api.namespace
-    assert srv.faults.stall_watches(60) >= 1
+    ns = api.namespace
+    await writer.create(PODS, pod("before-stall"), ns)
+    await wait_for(lambda: ("add", "before-stall") in rec.events)  # the watch is open
+    assert (wire.stall() if wire else server_of(api).faults.stall_watches(60)) >= 1
     await wait_for(lambda: inf.stats.stalls >= 1)
     await writer.create(PODS, pod("after-stall"), ns)
     await wait_for(lambda: ("add", "after-stall") in rec.events)

@@ -167,18 +167,24 @@ async def test_watch_streams_events_and_ends_on_timeout(client: KubeClient, ns: 
 async def test_watch_from_compacted_version_raises_gone(
     api: Cluster, client: KubeClient, ns: str
 ) -> None:
-    """On the embedded server the history is compacted by hand; on a real one, a version from
-    before its watch cache (``1``: older than anything a running cluster keeps) is gone too."""
+    """On the embedded server the history is compacted by hand. A real one cannot be compacted
+    from here, but ``resourceVersion=1`` is older than the watch cache of any cluster that has
+    run for a while (the 410 then comes as an ERROR event in a 200 stream)."""
     async with asyncio.timeout(HANG_GUARD):
         _, rv = await client.list(PODS, ns)
         await client.create(PODS, pod("x"), ns)
         if api.server is not None:
             api.server.faults.compact()
-        else:
-            rv = "1"
-        with pytest.raises(errors.Gone):
-            async for _ in client.watch(PODS, ns, resource_version=rv, timeout_seconds=5):
+            with pytest.raises(errors.Gone):
+                async for _ in client.watch(PODS, ns, resource_version=rv, timeout_seconds=5):
+                    pass
+            return
+        with contextlib.suppress(errors.Gone):
+            async for _ in client.watch(PODS, ns, resource_version="1", timeout_seconds=3):
                 pass
+            pytest.skip("fault injection: this kube-apiserver's watch cache still reaches back "
+                        "to resourceVersion 1 (it started recently) and etcd cannot be "
+                        "compacted from here")
 
 
 async def test_stalled_watch_raises_watch_stalled(client: KubeClient, ns: str) -> None:
