@@ -2,22 +2,27 @@
 
 While faults are on, pods churn; the controller must converge to exactly the right slices
 (no duplicate, no missing endpoint) and, once the faults stop, make no further write.
+
+On a real cluster the server cannot be made to answer 500 or 429 or to compact, so the faults
+are on the wire instead: the controller talks through ``WireProxy``, which resets all its
+connections (watches and requests in flight) every half second, and stalls them now and then.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
+import itertools
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import TypeVar
-
-import pytest
 
 from slicectl.kube.errors import AlreadyExists, ServerError
 from slicectl.kube.resources import PODS
 from tests.integration.conftest import Cluster
 from tests.integration.support import (
     ESEL,
+    SliceWrites,
     create_pod,
     ensure_node,
     options,
@@ -29,9 +34,8 @@ from tests.integration.support import (
     slices_of,
     wait_until,
 )
+from tests.integration.wire import WireProxy
 
-pytestmark = pytest.mark.embedded_only(
-    reason="fault injection: 500s, 429s, latency, dropped watches and compaction")
 T = TypeVar("T")
 
 
@@ -45,37 +49,76 @@ async def retried(op: Callable[[], Awaitable[T]]) -> T:
     raise AssertionError("too many injected failures in a row")
 
 
+@contextlib.asynccontextmanager
+async def faults_on(c: Cluster, wire: WireProxy | None) -> AsyncIterator[None]:
+    """The embedded server's 500s, 429s and watch drops; or, on a real cluster, wire resets."""
+    if wire is None:
+        assert c.server is not None
+        faults = c.server.faults
+        faults.error_rate, faults.throttle_rate, faults.drop_watches_every = 0.2, 0.1, 1.0
+        try:
+            yield
+        finally:
+            faults.error_rate = faults.throttle_rate = faults.drop_watches_every = 0.0
+        return
+
+    cuts = 0
+
+    async def cut() -> None:
+        nonlocal cuts
+        for n in itertools.count():
+            await asyncio.sleep(0.5)
+            if n % 4 == 3:
+                wire.stall(new_too=True)
+                await asyncio.sleep(0.3)
+                wire.restore()
+            cuts += wire.drop()
+
+    task = asyncio.create_task(cut())
+    try:
+        yield
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        wire.restore()
+    assert cuts > 0, "the controller's connections were never cut"
+
+
 async def test_converges_exactly_under_errors_throttling_and_dropped_watches(
-    cluster: Cluster,
+    cluster: Cluster, wire: WireProxy | None, tmp_path: Path,
 ) -> None:
     c = cluster
-    assert c.server is not None
     await ensure_node(c.client, "node-a", "zone-a")
     for i in range(120):
         await create_pod(c.client, c.namespace, f"web-{i}", f"10.9.{i // 200}.{i % 200 + 1}",
                          {"app": "web"})
     await c.client.create(ESEL, selector_body("web", {"app": "web"}), c.namespace)
+    # The test's own watch goes around the wire faults; the embedded server's drops would cut it,
+    # so there the server's own request count is used.
+    writes = SliceWrites(c.client, c.namespace)
+    await writes.start()
 
-    def slice_writes() -> int:  # the server's own count: a watch would be cut by the faults
-        assert c.server is not None
+    def slice_writes() -> int:
+        if c.server is None:
+            return writes.total
         return sum(c.server.request_counts(verb=v, resource="endpointslices")
                    for v in ("POST", "PUT", "PATCH", "DELETE"))
 
-    async with running_controller(options(c.kubeconfig, c.namespace, batch_period=0.05)):
+    kubeconfig = wire.kubeconfig(c.kubeconfig, tmp_path / "wire.yaml") if wire else c.kubeconfig
+    async with running_controller(options(kubeconfig, c.namespace, batch_period=0.05)):
         async def all_listed() -> bool:
             return sum(len(s["endpoints"]) for s in
                        await slices_of(c.client, c.namespace, "web")) == 120
 
         await wait_until(all_listed, what="initial convergence")
-        faults = c.server.faults
-        faults.error_rate, faults.throttle_rate, faults.drop_watches_every = 0.2, 0.1, 1.0
-        try:
+        async with faults_on(c, wire):
             for i in range(0, 40, 2):
                 await retried(lambda i=i: set_ready(c.client, c.namespace, f"web-{i}", False))
             for i in range(100, 120):
                 await retried(lambda i=i: c.client.delete(PODS, f"web-{i}", c.namespace,
                                                           grace_period_seconds=0))
-            c.server.faults.compact()  # every watch must relist from here on
+            if c.server is not None:
+                c.server.faults.compact()  # every watch must relist from here on
             for i in range(200, 215):
                 name = f"web-{i}"
                 with contextlib.suppress(AlreadyExists):  # a retried create that had landed
@@ -85,8 +128,6 @@ async def test_converges_exactly_under_errors_throttling_and_dropped_watches(
                     PODS, name, pod_status(f"10.9.9.{i - 199}"), c.namespace,
                     subresource="status"))
             await asyncio.sleep(2.0)  # let the controller work through the faults
-        finally:
-            faults.error_rate = faults.throttle_rate = faults.drop_watches_every = 0.0
 
         want = {f"web-{i}": i % 2 == 1 or i >= 40 for i in [*range(100), *range(200, 215)]}
 
@@ -102,3 +143,4 @@ async def test_converges_exactly_under_errors_throttling_and_dropped_watches(
         await asyncio.sleep(1.5)
         assert slice_writes() == settled, "no write once everything is right"
         print(f"\nconverged under faults; {settled} slice write attempts in all")
+    await writes.stop()
