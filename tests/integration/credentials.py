@@ -53,6 +53,16 @@ def token_kubeconfig(kubeconfig: str, token: str, path: Path) -> str:
     return str(path)
 
 
+def token_of(kubeconfig: str) -> str | None:
+    """The bearer token of the current context's user, if it has one."""
+    doc = yaml.safe_load(Path(kubeconfig).read_text())
+    current = doc.get("current-context") or doc["contexts"][0]["name"]
+    context = next(c["context"] for c in doc["contexts"] if c["name"] == current)
+    user = next(u["user"] for u in doc["users"] if u["name"] == context["user"])
+    token = user.get("token")
+    return str(token) if token else None
+
+
 def server_ca_and_address(kubeconfig: str) -> tuple[bytes | None, str, int]:
     """The current context's CA certificate (PEM, None if absent), host and port."""
     doc = yaml.safe_load(Path(kubeconfig).read_text())

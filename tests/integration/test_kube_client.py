@@ -23,7 +23,12 @@ from slicectl.kube.resources import NAMESPACES, PODS, Resource
 from slicectl.sim.resources import NAMESPACE_TYPE
 from slicectl.sim.server import EmbeddedApiServer
 from tests.integration.conftest import Cluster
-from tests.integration.credentials import server_ca_and_address, service_account_token
+from tests.integration.credentials import (
+    server_ca_and_address,
+    service_account_token,
+    token_of,
+)
+from tests.integration.support import serves
 
 ROLES = Resource("rbac.authorization.k8s.io", "v1", "roles", True, "Role")
 ROLEBINDINGS = Resource("rbac.authorization.k8s.io", "v1", "rolebindings", True, "RoleBinding")
@@ -223,6 +228,10 @@ async def valid_token(api: Cluster) -> str:
     """A bearer token the server accepts that may list pods in the test's namespace."""
     if api.server is not None:
         return api.server.token
+    if not await serves(api.client, "v1", "serviceaccounts"):  # an embedded server: no RBAC
+        token = token_of(api.kubeconfig)
+        assert token, "the kubeconfig has no bearer token and the server no ServiceAccounts"
+        return token
     token = await service_account_token(api.client, api.namespace, "reader")
     rbac = {"apiVersion": "rbac.authorization.k8s.io/v1", "metadata": {"name": "reader"}}
     await api.client.create(ROLES, {**rbac, "kind": "Role", "rules": [
