@@ -3,8 +3,9 @@
 Every integration test talks to an API server through these fixtures, so the same test runs on
 the embedded server (default) and on any real cluster (``SLICECTL_TEST_KUBECONFIG``). On a real
 cluster, which other sessions may share, each test gets its own namespace (deleted afterwards;
-the cluster's namespace controller finishes that asynchronously), the Nodes the suite creates are
-deleted when the session ends, and nothing is left in ``default`` or ``kube-system``.
+the cluster's namespace controller finishes that asynchronously), its fake Nodes are its own
+(``support.node_name``) and deleted after it, and nothing is left in ``default`` or
+``kube-system``.
 
 Modules that need other embedded-server settings override ``embedded_options``; on a real cluster
 those settings are the cluster's own (the tests that depend on them say so).
@@ -12,10 +13,9 @@ those settings are the cluster's own (the tests that depend on them say so).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,7 @@ from tests.integration.support import (
     ClientRequests,
     apply_crd,
     create_namespace,
+    set_node_suffix,
 )
 from tests.integration.wire import WireProxy
 
@@ -75,6 +76,9 @@ async def api(embedded_options: dict[str, Any]) -> AsyncIterator[Cluster]:
         await create_namespace(client, ns, real=server is None)
         if server is None:
             stack.push_async_callback(_delete_namespace, client, ns)
+            stack.push_async_callback(_delete_created_nodes, client)
+            set_node_suffix(ns.rsplit("-", 1)[-1])
+            stack.callback(set_node_suffix, "")
         requests.clear()
         yield Cluster(kubeconfig, client, ns, server, requests)
 
@@ -104,17 +108,9 @@ async def _delete_namespace(client: KubeClient, ns: str) -> None:
         await client.delete(NAMESPACES, ns, propagation_policy="Background")
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _delete_created_nodes() -> Iterator[None]:
-    """On a real cluster, delete the Nodes this session created (Nodes are cluster-wide)."""
-    yield
-    if REAL_CLUSTER_KUBECONFIG is None or not CREATED_NODES:
-        return
-
-    async def delete_all(kubeconfig: str) -> None:
-        async with await KubeClient.connect(kubeconfig) as client:
-            for name in sorted(CREATED_NODES):
-                with contextlib.suppress(NotFound):
-                    await client.delete(NODES, name)
-
-    asyncio.run(delete_all(REAL_CLUSTER_KUBECONFIG))
+async def _delete_created_nodes(client: KubeClient) -> None:
+    """Delete the Nodes the test created (a real cluster's Nodes are shared by everything)."""
+    for name in sorted(CREATED_NODES):
+        with contextlib.suppress(NotFound):
+            await client.delete(NODES, name)
+    CREATED_NODES.clear()

@@ -38,7 +38,24 @@ FIXTURE_CRDS = ROOT / "tests/fixtures/crds"
 ESEL = Resource("slicectl.io", "v1alpha1", "endpointselectors", kind="EndpointSelector")
 SERVICEACCOUNTS = Resource("", "v1", "serviceaccounts", True, "ServiceAccount")
 HANG_GUARD = 30.0
-CREATED_NODES: set[str] = set()  # Nodes this session created (a real cluster's are shared)
+CREATED_NODES: set[str] = set()  # Nodes the running test created (deleted after it, on a cluster)
+_node_suffix = ""  # set per test on a real cluster (see node_name)
+
+
+def node_name(name: str) -> str:
+    """The Node that the test's ``name`` stands for.
+
+    On a real cluster, Nodes are cluster-wide and nothing heartbeats for the suite's fake ones:
+    a node lifecycle controller (kind has one) marks a Node NotReady, and its pods not ready,
+    once it is older than the grace period (about 50 s). So there every test gets fresh Nodes of
+    its own, named ``<name>-<namespace suffix>`` and deleted when the test ends.
+    """
+    return f"{name}-{_node_suffix}" if _node_suffix else name
+
+
+def set_node_suffix(suffix: str) -> None:
+    global _node_suffix
+    _node_suffix = suffix
 
 
 class ClientRequests:
@@ -121,7 +138,7 @@ def pod_body(
     name: str, labels: dict[str, str], *, node: str = "node-a", port_name: str = "http",
     port: int = 8080,
 ) -> dict[str, Any]:
-    return workload.pod_manifest(name, labels, node, [(port_name, port)])
+    return workload.pod_manifest(name, labels, node_name(node), [(port_name, port)])
 
 
 def pod_status(ip: str, ready: bool = True) -> dict[str, Any]:
@@ -143,6 +160,7 @@ async def set_ready(client: KubeClient, ns: str, name: str, ready: bool) -> None
 
 
 async def ensure_node(client: KubeClient, name: str, zone: str) -> None:
+    name = node_name(name)
     body = {"apiVersion": "v1", "kind": "Node",
             "metadata": {"name": name, "labels": {"topology.kubernetes.io/zone": zone}}}
     with contextlib.suppress(AlreadyExists):

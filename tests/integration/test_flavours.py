@@ -20,6 +20,7 @@ from tests.integration.support import (
     create_pod,
     ensure_node,
     load_yaml,
+    node_name,
     options,
     running_controller,
     selector_body,
@@ -127,7 +128,8 @@ async def test_pod_on_unknown_node_is_listed_and_gets_its_zone_when_the_node_app
         async def listed_without_zone() -> bool:
             eps = [ep for s in await slices_of(c.client, c.namespace, "web")
                    for ep in s["endpoints"]]
-            return len(eps) == 1 and eps[0].get("nodeName") == node and "zone" not in eps[0]
+            return (len(eps) == 1 and eps[0].get("nodeName") == node_name(node)
+                    and "zone" not in eps[0])
 
         await wait_until(listed_without_zone, what="pod listed before its node exists")
         await ensure_node(c.client, node, "zone-late")
