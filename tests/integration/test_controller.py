@@ -25,6 +25,7 @@ from tests.integration.support import (
     selector_body,
     set_ready,
     slices_of,
+    wait_for_garbage_collection,
     wait_until,
 )
 
@@ -227,12 +228,14 @@ async def test_selector_deletion_leaves_no_slice_and_foreign_slices_untouched(
             return sum(len(s["endpoints"]) for s in ours) == 5
 
         await wait_until(converged, what="5 endpoints")
+        uid = (await c.client.get(ESEL, "web", c.namespace))["metadata"]["uid"]
         await c.client.delete(ESEL, "web", c.namespace, propagation_policy="Background")
 
         async def only_foreign_left() -> bool:
             names = [s["metadata"]["name"] for s in await slices_of(c.client, c.namespace, "web")]
             return names == ["web-by-someone-else"]
 
-        await wait_until(only_foreign_left, limit=90.0, what="garbage collection of our slices")
+        await wait_for_garbage_collection(c.client, c.namespace, uid, only_foreign_left,
+                                          real=c.real, what="garbage collection of our slices")
         still = await c.client.get(ENDPOINTSLICES, "web-by-someone-else", c.namespace)
         assert still["metadata"]["resourceVersion"] == foreign["metadata"]["resourceVersion"]

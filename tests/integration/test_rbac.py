@@ -60,6 +60,7 @@ from tests.integration.support import (
     serves,
     set_ready,
     slices_of,
+    wait_for_garbage_collection,
     wait_until,
 )
 
@@ -248,12 +249,14 @@ async def exercise_controller(
         await wait_until(not_ready, what="invalid selector Ready=False")
 
         # Selector deletion: its slices go (garbage collection or the controller).
+        uid = (await client.get(ESEL, "web", ns))["metadata"]["uid"]
         await client.delete(ESEL, "web", ns)
 
         async def gone() -> bool:
             return not await slices_of(client, ns, "web")
 
-        await wait_until(gone, limit=90.0, what="slices gone with their selector")
+        await wait_for_garbage_collection(client, ns, uid, gone, real=api.real,
+                                          what="slices gone with their selector")
 
         async def renewed() -> bool:  # a renewal of the Lease (the release comes at shutdown)
             own = await controller_requests(running.health.metrics_port)
