@@ -25,7 +25,8 @@ from tests.integration.support import (
     wait_until,
 )
 
-pytestmark = pytest.mark.embedded_only
+pytestmark = pytest.mark.embedded_only(
+    reason="fault injection: a create applied but its answer lost, a stalled watch")
 
 
 async def test_lost_create_response_makes_no_duplicate(

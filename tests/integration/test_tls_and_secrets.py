@@ -24,7 +24,8 @@ from slicectl.kube.client import KubeClient
 from slicectl.kube.resources import NAMESPACES, PODS
 from slicectl.sim.server import EmbeddedApiServer
 
-pytestmark = pytest.mark.embedded_only
+pytestmark = pytest.mark.embedded_only(
+    reason="fault injection: a server that echoes the bearer token back")
 TOKEN = "s3cr3t-T0KEN-that-must-never-leak-0123456789"
 
 

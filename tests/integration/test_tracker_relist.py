@@ -23,7 +23,8 @@ from tests.integration.support import (
     wait_until,
 )
 
-pytestmark = pytest.mark.embedded_only
+pytestmark = pytest.mark.embedded_only(
+    reason="fault injection: a forced compaction ending a watch gap in 410")
 HTTP = [{"name": "http", "protocol": "TCP", "targetPort": "http"}]
 
 
