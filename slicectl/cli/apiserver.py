@@ -2,7 +2,10 @@
 
 Serves HTTPS on ``--host``/``--port`` (0 picks a free port), writes a kubeconfig for kubectl to
 ``--kubeconfig-out``, prints the URL and kubeconfig path on stdout, and applies the fault
-injection flags until SIGINT/SIGTERM.
+injection flags until SIGINT/SIGTERM. Fault flags strike before the server acts (latency, 500s,
+429s), after it acted on a write (``--inject-lost-response-rate``: applied, then the connection is
+reset; ``--inject-error-after-rate``: applied, then answered 500), or on streams (dropped, stalled
+or reset watches, LIST bodies cut short).
 """
 
 from __future__ import annotations
@@ -27,6 +30,16 @@ def _rate(text: str) -> float:
     if not 0 <= value <= 1:
         raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text}")
     return value
+
+
+def _resource_latency(text: str) -> tuple[str, float]:
+    resource, sep, ms = text.partition("=")
+    if not sep or not resource:
+        raise argparse.ArgumentTypeError(f"want RESOURCE=MILLISECONDS, got {text}")
+    try:
+        return resource, _non_negative(ms) / 1000.0
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"want RESOURCE=MILLISECONDS, got {text}") from exc
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -57,6 +70,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="fraction of requests answered 500")
     parser.add_argument("--inject-throttle-rate", type=_rate, default=0.0,
                         help="fraction of requests answered 429 with Retry-After")
+    parser.add_argument("--inject-resource-latency-ms", type=_resource_latency, action="append",
+                        default=[], metavar="RESOURCE=MS",
+                        help="extra latency for one resource only, e.g. leases=4000 (repeatable)")
+    parser.add_argument("--inject-lost-response-rate", type=_rate, default=0.0, metavar="RATE",
+                        help="fraction of writes applied and then answered by a connection reset")
+    parser.add_argument("--inject-error-after-rate", type=_rate, default=0.0, metavar="RATE",
+                        help="fraction of writes applied and then answered 500")
+    parser.add_argument("--inject-list-reset-rate", type=_rate, default=0.0, metavar="RATE",
+                        help="fraction of LIST answers cut in the middle of the body")
+    parser.add_argument("--reset-watches-every", type=_non_negative, default=0.0,
+                        metavar="SECONDS", help="cut the connection of every open watch this often")
     parser.add_argument("--drop-watches-every", type=_non_negative, default=0.0,
                         metavar="SECONDS", help="end every open watch this often")
     parser.add_argument("--stall-watches-every", type=_non_negative, default=0.0,
@@ -77,6 +101,11 @@ async def _serve(args: argparse.Namespace) -> None:
     faults.latency_ms = args.inject_latency_ms
     faults.error_rate = args.inject_error_rate
     faults.throttle_rate = args.inject_throttle_rate
+    faults.resource_latency = dict(args.inject_resource_latency_ms)
+    faults.lost_response_rate = args.inject_lost_response_rate
+    faults.error_after_rate = args.inject_error_after_rate
+    faults.list_reset_rate = args.inject_list_reset_rate
+    faults.reset_watches_every = args.reset_watches_every
     faults.drop_watches_every = args.drop_watches_every
     faults.stall_watches_every = args.stall_watches_every
     stop = asyncio.Event()

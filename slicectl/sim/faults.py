@@ -1,44 +1,111 @@
 """Fault injection: what can go wrong between a client and a real API server, on demand.
 
-Decides, per resource request, whether to add latency, answer 500 (InternalError) or 429
-(TooManyRequests with Retry-After), and, on a timer or when asked, whether open watches are
-dropped (their responses end cleanly, as when an apiserver restarts) or stalled (the connection
-stays open and nothing, not even a bookmark, is sent for a while; events queued meanwhile are
-delivered afterwards). A periodic stall lasts half its period. ``compact`` forgets the event
-history, so watches and continue tokens from older resourceVersions get 410 Expired.
+Faults that strike BEFORE the server acts, per resource request: latency (for every request,
+or per resource, e.g. Lease requests alone, as when etcd is slow for one key range), a 500
+(InternalError) or a 429 (TooManyRequests with Retry-After).
+
+Faults that strike AFTER the server acted, per write (create, update, patch, delete): the write
+is applied and then the connection is reset so the client never sees the answer
+(``lost_response_rate``), or the answer is replaced by a 500 (``error_after_rate``, as when the
+etcd commit outlived the request timeout). A client cannot tell these from the faults before, so
+it must retry in a way that survives both (no duplicate from a create retried after it landed).
+
+Faults on streams: open watches dropped (their responses end cleanly, as when an apiserver
+restarts gracefully), reset (the connection is cut in the middle of the chunked body), stalled
+(the connection stays open and nothing, not even a bookmark, is sent for a while; events queued
+meanwhile are delivered afterwards; a periodic stall lasts half its period), fed raw lines
+(malformed JSON, truncated objects) or cut after a partial line; a LIST answer cut in the middle
+of its body (``list_reset_rate``). ``compact`` forgets the event history, so watches and continue
+tokens from older resourceVersions get 410 Expired.
+
+``restart`` is an API server restart with etcd kept: objects and resourceVersions stay, the watch
+cache starts empty (every resume gets 410), every connection is reset, and for ``down_for``
+seconds every new request is reset too (the listener is not up yet).
+
+The server calls three hooks: :meth:`Faults.before_request`, :meth:`Faults.watching` around a
+watch stream, and :meth:`Faults.after_request` with the response it is about to send.
+``record_writes`` keeps a log of writes (time, verb, resource, name, client port) for tests that
+must tell writers apart.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from aiohttp import web
 
 from slicectl.sim import errors
+from slicectl.sim.routing import RequestInfo
 from slicectl.sim.storage import Store
 from slicectl.sim.watch import Watcher
 
 TICK = 0.05
+WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
+
+
+@dataclass(frozen=True)
+class WriteRecord:
+    """One write as the server received it."""
+
+    at: float  # time.monotonic() when the server acted
+    verb: str
+    resource: str
+    namespace: str
+    name: str
+    code: int
+    client_port: int  # the client's TCP source port, to tell processes apart
 
 
 class Faults:
     def __init__(self, store: Store) -> None:
+        # before the server acts
         self.latency_ms = 0.0
+        self.resource_latency: dict[str, float] = {}  # resource plural -> extra seconds
         self.error_rate = 0.0
         self.throttle_rate = 0.0
+        # after the server acted (writes only)
+        self.lost_response_rate = 0.0
+        self.error_after_rate = 0.0
+        # streams
+        self.list_reset_rate = 0.0
         self.drop_watches_every = 0.0
         self.stall_watches_every = 0.0
+        self.reset_watches_every = 0.0
+        # what happened
+        self.injected: dict[str, int] = {}
+        self.record_writes = False
+        self.writes: list[WriteRecord] = []
         self._store = store
+        self._down_until = 0.0
+        self._watches: dict[int, tuple[web.BaseRequest, RequestInfo]] = {}
+        self._transports: set[asyncio.BaseTransport] = set()
         self._task: asyncio.Task[None] | None = None
 
-    def _watchers(self) -> list[Watcher]:
+    def _note(self, what: str) -> None:
+        self.injected[what] = self.injected.get(what, 0) + 1
+
+    def _watchers(self, resource: str | None = None) -> list[Watcher]:
         found: list[Watcher] = []
         for bucket in self._store.buckets.values():
-            found.extend(w for w in bucket.watchers if isinstance(w, Watcher))
+            found.extend(w for w in bucket.watchers if isinstance(w, Watcher)
+                         and (resource is None or w.rt.plural == resource))
         return found
 
+    # -- watches ----------------------------------------------------------------------------
+
+    def open_watches(self, resource: str | None = None) -> int:
+        """How many watches (of ``resource``, a plural) are open now."""
+        return len(self._watchers(resource))
+
     def drop_watches(self) -> int:
-        """End every open watch now; returns how many there were."""
+        """End every open watch now (cleanly); returns how many there were."""
         watchers = self._watchers()
         for watcher in watchers:
             watcher.close()
@@ -51,17 +118,101 @@ class Faults:
             watcher.stall(seconds)
         return len(watchers)
 
+    def reset_watches(self, resource: str | None = None) -> int:
+        """Cut the connection of every open watch (of ``resource``) in the middle of its body."""
+        cut = 0
+        for request, info in list(self._watches.values()):
+            if resource is None or info.resource == resource:
+                cut += _reset(request)
+        self._note("watch_reset")
+        return cut
+
+    def inject_watch_line(self, resource: str, line: bytes, *, truncate: bool = False) -> int:
+        """Send raw ``line`` on every open watch of ``resource`` (a malformed event, an object
+        that bypassed validation); with ``truncate``, cut each connection right after it (a
+        stream that ends in the middle of a line). Returns how many watches got it."""
+        watchers = self._watchers(resource)
+        for watcher in watchers:
+            watcher.send_raw(line)
+        if truncate and watchers:
+            asyncio.get_running_loop().call_later(0.2, self.reset_watches, resource)
+        self._note("watch_line")
+        return len(watchers)
+
     def compact(self) -> None:
         self._store.compact()
 
-    async def before_request(self) -> None:
+    def reset_connections(self) -> int:
+        """Reset every client connection the server has seen (idle keep-alives included)."""
+        cut = sum(_abort(t) for t in list(self._transports))
+        self._transports.clear()
+        return cut
+
+    def restart(self, down_for: float = 0.0) -> None:
+        """An API server restart with etcd kept (see the module docstring)."""
+        self._store.compact()
+        self.drop_watches()
+        self.reset_connections()
+        self._down_until = time.monotonic() + down_for
+        self._note("restart")
+
+    # -- hooks ------------------------------------------------------------------------------
+
+    async def before_request(self, request: web.BaseRequest | None = None,
+                             info: RequestInfo | None = None) -> None:
         """Latency, then maybe a 500 or a 429, for one resource request."""
-        if self.latency_ms > 0:
-            await asyncio.sleep(self.latency_ms / 1000.0)
+        transport = request.transport if request is not None else None
+        if transport is not None:
+            self._transports.add(transport)
+            if time.monotonic() < self._down_until:
+                _abort(transport)
+                raise errors.internal("injected fault: the API server is restarting")
+        delay = self.latency_ms / 1000.0
+        if info is not None:
+            delay += self.resource_latency.get(info.resource, 0.0)
+        if delay > 0:
+            await asyncio.sleep(delay)
         if self.error_rate > 0 and random.random() < self.error_rate:
+            self._note("error_before")
             raise errors.internal("injected fault")
         if self.throttle_rate > 0 and random.random() < self.throttle_rate:
+            self._note("throttle_before")
             raise errors.too_many_requests(1)
+
+    @contextlib.contextmanager
+    def watching(self, request: web.BaseRequest, info: RequestInfo) -> Iterator[None]:
+        """Around one watch stream, so :meth:`reset_watches` can cut it."""
+        self._watches[id(request)] = (request, info)
+        try:
+            yield
+        finally:
+            self._watches.pop(id(request), None)
+
+    async def after_request(self, request: web.BaseRequest, info: RequestInfo,
+                            response: web.StreamResponse) -> web.StreamResponse:
+        """The response to send, once the server acted: maybe lost, replaced or cut short."""
+        acted = info.verb in WRITE_VERBS and response.status < 400
+        if info.verb in WRITE_VERBS and self.record_writes:
+            peer = request.transport.get_extra_info("peername") if request.transport else None
+            self.writes.append(WriteRecord(
+                time.monotonic(), info.verb, info.resource, info.namespace, info.name,
+                response.status, int(peer[1]) if peer else 0))
+        if acted and self.lost_response_rate > 0 and random.random() < self.lost_response_rate:
+            self._note("lost_response")
+            _reset(request)
+            return response
+        if acted and self.error_after_rate > 0 and random.random() < self.error_after_rate:
+            self._note("error_after")
+            exc = errors.internal("injected fault after the write was applied")
+            return web.Response(body=_status_body(exc), status=exc.code,
+                                content_type="application/json")
+        if (info.verb == "list" and self.list_reset_rate > 0 and isinstance(response, web.Response)
+                and random.random() < self.list_reset_rate):
+            self._note("list_reset")
+            return await _cut_body(request, response)
+        return response
+
+    # -- periodic faults --------------------------------------------------------------------
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run())
@@ -72,17 +223,54 @@ class Faults:
             await asyncio.gather(self._task, return_exceptions=True)
 
     async def _run(self) -> None:
-        last_drop = last_stall = time.monotonic()
+        last = dict.fromkeys(("drop", "stall", "reset"), time.monotonic())
         while True:
             await asyncio.sleep(TICK)
             now = time.monotonic()
-            if self.drop_watches_every <= 0:
-                last_drop = now
-            elif now - last_drop >= self.drop_watches_every:
-                last_drop = now
-                self.drop_watches()
-            if self.stall_watches_every <= 0:
-                last_stall = now
-            elif now - last_stall >= self.stall_watches_every:
-                last_stall = now
-                self.stall_watches(self.stall_watches_every / 2)
+            for what, every in (("drop", self.drop_watches_every),
+                                ("stall", self.stall_watches_every),
+                                ("reset", self.reset_watches_every)):
+                if every <= 0 or now - last[what] < every:
+                    if every <= 0:
+                        last[what] = now
+                    continue
+                last[what] = now
+                if what == "drop":
+                    self.drop_watches()
+                elif what == "stall":
+                    self.stall_watches(every / 2)
+                else:
+                    self.reset_watches()
+            self._transports = {t for t in self._transports if not t.is_closing()}
+
+
+def _abort(transport: asyncio.BaseTransport) -> int:
+    if transport.is_closing():
+        return 0
+    abort = getattr(transport, "abort", None)
+    if abort is None:
+        transport.close()
+    else:
+        abort()
+    return 1
+
+
+def _reset(request: web.BaseRequest) -> int:
+    return _abort(request.transport) if request.transport is not None else 0
+
+
+def _status_body(exc: errors.ApiError) -> bytes:
+    body: dict[str, Any] = exc.status()
+    return orjson.dumps(body)
+
+
+async def _cut_body(request: web.BaseRequest, response: web.Response) -> web.StreamResponse:
+    """Send the headers and half of ``response``'s body, then reset the connection."""
+    body = bytes(response.body or b"")  # type: ignore[arg-type]
+    cut = web.StreamResponse(status=response.status, headers=response.headers)
+    cut.content_length = len(body)
+    with contextlib.suppress(ConnectionError):
+        await cut.prepare(request)
+        await cut.write(body[: len(body) // 2])
+    _reset(request)
+    return cut

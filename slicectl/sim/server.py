@@ -9,7 +9,8 @@ run it in the foreground with ``slicectl apiserver``.
 
 Every request is dispatched here: open endpoints (health, version), then the bearer token, then
 non-resource paths (discovery, OpenAPI, /metrics), then resource requests, which pass the fault
-injector and are counted as apiserver_request_total counts them.
+injector (before the server acts, around watches, and after it acted) and are counted as
+apiserver_request_total counts them.
 """
 
 from __future__ import annotations
@@ -153,15 +154,16 @@ class EmbeddedApiServer:
         if info is None:
             return self._non_resource(request)
         try:
-            await self.faults.before_request()
+            await self.faults.before_request(request, info)
             if info.verb == "watch":
                 self._count(info, 200)
-                return await self._resource(request, info)
+                with self.faults.watching(request, info):
+                    return await self._resource(request, info)
             response = await self._resource(request, info)
         except errors.ApiError as exc:
             response = _error(exc)
         self._count(info, response.status)
-        return response
+        return await self.faults.after_request(request, info, response)
 
     def _count(self, info: RequestInfo, code: int) -> None:
         verb = "DELETE" if info.verb == "deletecollection" else {
