@@ -10,7 +10,8 @@ is applied and then the connection is reset so the client never sees the answer
 etcd commit outlived the request timeout). A client cannot tell these from the faults before, so
 it must retry in a way that survives both (no duplicate from a create retried after it landed).
 
-Faults on streams: open watches dropped (their responses end cleanly, as when an apiserver
+Discovery requests can fail too (``discovery_error_rate``: 503, as when an aggregated API is
+down). Faults on streams: open watches dropped (their responses end cleanly, as when an apiserver
 restarts gracefully), reset (the connection is cut in the middle of the chunked body), stalled
 (the connection stays open and nothing, not even a bookmark, is sent for a while; events queued
 meanwhile are delivered afterwards; a periodic stall lasts half its period), fed raw lines
@@ -22,8 +23,9 @@ tokens from older resourceVersions get 410 Expired.
 cache starts empty (every resume gets 410), every connection is reset, and for ``down_for``
 seconds every new request is reset too (the listener is not up yet).
 
-The server calls three hooks: :meth:`Faults.before_request`, :meth:`Faults.watching` around a
-watch stream, and :meth:`Faults.after_request` with the response it is about to send.
+The server calls four hooks: :meth:`Faults.before_request`, :meth:`Faults.watching` around a
+watch stream, :meth:`Faults.after_request` with the response it is about to send, and
+:meth:`Faults.non_resource` for discovery.
 ``record_writes`` keeps a log of writes (time, verb, resource, name, client port) for tests that
 must tell writers apart.
 """
@@ -68,11 +70,16 @@ class Faults:
         # before the server acts
         self.latency_ms = 0.0
         self.resource_latency: dict[str, float] = {}  # resource plural -> extra seconds
+        # 500 rate for one resource ("pods") or subresource ("endpointselectors/status")
+        self.resource_error_rate: dict[str, float] = {}
         self.error_rate = 0.0
         self.throttle_rate = 0.0
+        self.discovery_error_rate = 0.0  # 503 on discovery (/api, /apis/...), as when an
+        # aggregated API is unavailable
         # after the server acted (writes only)
         self.lost_response_rate = 0.0
         self.error_after_rate = 0.0
+        self.after_resources: frozenset[str] = frozenset()  # only these plurals (empty: all)
         # streams
         self.list_reset_rate = 0.0
         self.drop_watches_every = 0.0
@@ -111,9 +118,10 @@ class Faults:
             watcher.close()
         return len(watchers)
 
-    def stall_watches(self, seconds: float) -> int:
-        """Send nothing on every open watch for ``seconds``; returns how many there were."""
-        watchers = self._watchers()
+    def stall_watches(self, seconds: float, resource: str | None = None) -> int:
+        """Send nothing on every open watch (of ``resource``) for ``seconds``; returns how many
+        there were. Events are delivered late, not lost: a slow watch cache."""
+        watchers = self._watchers(resource)
         for watcher in watchers:
             watcher.stall(seconds)
         return len(watchers)
@@ -172,12 +180,28 @@ class Faults:
             delay += self.resource_latency.get(info.resource, 0.0)
         if delay > 0:
             await asyncio.sleep(delay)
-        if self.error_rate > 0 and random.random() < self.error_rate:
+        rate = self.error_rate
+        if info is not None and self.resource_error_rate:
+            rate = self.resource_error_rate.get(
+                f"{info.resource}/{info.subresource}" if info.subresource else info.resource,
+                rate)
+        if rate > 0 and random.random() < rate:
             self._note("error_before")
             raise errors.internal("injected fault")
         if self.throttle_rate > 0 and random.random() < self.throttle_rate:
             self._note("throttle_before")
             raise errors.too_many_requests(1)
+
+    def non_resource(self, request: web.BaseRequest) -> web.Response | None:
+        """Maybe a 503 for a discovery request (None: serve it)."""
+        if not request.path.startswith(("/api", "/apis")):
+            return None
+        if self.discovery_error_rate > 0 and random.random() < self.discovery_error_rate:
+            self._note("discovery_error")
+            exc = errors.ApiError(503, "ServiceUnavailable", "injected fault: discovery failed")
+            return web.Response(body=_status_body(exc), status=exc.code,
+                                content_type="application/json")
+        return None
 
     @contextlib.contextmanager
     def watching(self, request: web.BaseRequest, info: RequestInfo) -> Iterator[None]:
@@ -191,7 +215,8 @@ class Faults:
     async def after_request(self, request: web.BaseRequest, info: RequestInfo,
                             response: web.StreamResponse) -> web.StreamResponse:
         """The response to send, once the server acted: maybe lost, replaced or cut short."""
-        acted = info.verb in WRITE_VERBS and response.status < 400
+        acted = (info.verb in WRITE_VERBS and response.status < 400
+                 and (not self.after_resources or info.resource in self.after_resources))
         if info.verb in WRITE_VERBS and self.record_writes:
             peer = request.transport.get_extra_info("peername") if request.transport else None
             self.writes.append(WriteRecord(

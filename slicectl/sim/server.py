@@ -152,7 +152,7 @@ class EmbeddedApiServer:
             return _error(errors.unauthorized())
         info = resolve(request.method, path, request.query)
         if info is None:
-            return self._non_resource(request)
+            return self.faults.non_resource(request) or self._non_resource(request)
         try:
             await self.faults.before_request(request, info)
             if info.verb == "watch":

@@ -162,8 +162,8 @@ class Churn:
 
     async def _one(self) -> None:
         idle = [p for p in self.pods if p not in self._busy]
-        roll = self.rng.random()
-        if len(self.pods) < self.target * 0.8 or (roll < 0.3 and len(self.pods) < self.target * 1.2):
+        roll, count = self.rng.random(), len(self.pods)
+        if count < self.target * 0.8 or (roll < 0.3 and count < self.target * 1.2):
             await self._create()
         elif roll < 0.7 and idle:
             await self._flip(self.rng.choice(idle))

@@ -48,7 +48,7 @@ def table() -> str:
             "/ duplicated | time to converge |\n|---|---|---|---|---|---|---|\n")
     return head + "".join(
         f"| {r.scenario} | {r.fault} | {r.load} | {r.survived} | {r.inputs} | "
-        f"{r.lost} / {r.duplicated} | {r.converge:.1f} s{(' (' + r.notes + ')') if r.notes else ''} |\n"
+        f"{r.lost} / {r.duplicated} | {r.converge:.1f} s{f' ({r.notes})' if r.notes else ''} |\n"
         for r in RESULTS)
 
 

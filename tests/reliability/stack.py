@@ -81,7 +81,7 @@ class Stack:
     def churn(self, **kw: object) -> Churn:
         return Churn(self.client, self.ns, **kw)  # type: ignore[arg-type]
 
-    async def converge(self, limit: float = 60.0, *, deleted: set[str] = frozenset(),  # type: ignore[assignment]
+    async def converge(self, limit: float = 30.0, *, deleted: set[str] = frozenset(),  # type: ignore[assignment]
                        foreign: dict[str, str] | None = None,
                        quiet: float = 0.0) -> tuple[float, checker.Verdict]:
         """Seconds until the independent check passes; with ``quiet``, then no slice write
@@ -188,9 +188,11 @@ async def under_fault(s: Stack, churn: Churn, seconds: float, *,
                       on: Callable[[], None] = lambda: None,
                       off: Callable[[], None] = lambda: None,
                       during: Callable[[], Awaitable[None]] | None = None,
-                      limit: float = 60.0, quiet: float = 0.0) -> tuple[float, checker.Verdict]:
+                      after: Callable[[], Awaitable[None]] | None = None,
+                      limit: float = 30.0, quiet: float = 0.0) -> tuple[float, checker.Verdict]:
     """Churn for ``seconds`` with the fault on (``on``; ``during`` runs alongside), delete the
-    selector "gone" half way, stop the churn, lift the fault (``off``) and converge."""
+    selector "gone" half way, stop the churn, run ``after`` (the fault's tail, still on), lift
+    the fault (``off``) and converge."""
     on()
     churn.start()
     side = asyncio.create_task(during()) if during is not None else None
@@ -203,7 +205,11 @@ async def under_fault(s: Stack, churn: Churn, seconds: float, *,
         if side is not None:
             side.cancel()
             await asyncio.gather(side, return_exceptions=True)
-        off()
+        try:
+            if after is not None:
+                await after()
+        finally:
+            off()
     return await s.converge(limit, deleted=churn.deleted_selectors, quiet=quiet)
 
 

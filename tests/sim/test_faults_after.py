@@ -191,3 +191,28 @@ def test_cli_flag_lost_response_rate() -> None:
         finally:
             proc.terminate()
             proc.wait(timeout=10)
+
+
+async def test_discovery_can_fail(srv: EmbeddedApiServer, raw: Raw) -> None:
+    srv.faults.discovery_error_rate = 1.0
+    code, body, _ = await raw.request("GET", "/apis/coordination.k8s.io/v1")
+    assert code == 503 and body["reason"] == "ServiceUnavailable"
+    code, _, _ = await raw.request("GET", "/healthz")  # the server's own probes still answer
+    assert code == 200
+    srv.faults.discovery_error_rate = 0.0
+    code, body, _ = await raw.request("GET", "/apis/coordination.k8s.io/v1")
+    assert code == 200 and body["kind"] == "APIResourceList"
+
+
+async def test_faults_aimed_at_one_resource(srv: EmbeddedApiServer, raw: Raw) -> None:
+    srv.faults.resource_error_rate = {"pods/status": 1.0}
+    code, _, _ = await raw.request("POST", PODS, pod("p"))
+    assert code == 201
+    code, _, _ = await raw.request("PATCH", PODS + "/p/status", {"status": {"phase": "Running"}},
+                                   content_type="application/merge-patch+json")
+    assert code == 500
+    srv.faults.resource_error_rate = {}
+    srv.faults.lost_response_rate = 1.0
+    srv.faults.after_resources = frozenset({"leases"})
+    code, _, _ = await raw.request("POST", PODS, pod("q"))  # pods are not aimed at
+    assert code == 201
