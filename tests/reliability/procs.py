@@ -29,6 +29,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 ROOT = Path(__file__).resolve().parents[2]
 HEALTH_TIMEOUT = 1.0
+RESUME_GRACE = 10.0
 LAG_METRIC = "slicectl_event_loop_lag_seconds"
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -79,6 +80,8 @@ class Replica:
         self.killed_by_test = False
         self.starts = 0
         self.listening = False  # its probe port answered since the last start
+        self.paused = False  # SIGSTOPped by the test: not probed
+        self.probe_after = 0.0  # monotonic time before which it is not probed
 
     async def start(self) -> None:
         self.killed_by_test = False
@@ -110,15 +113,26 @@ class Replica:
         self.killed_by_test = True
         with contextlib.suppress(ProcessLookupError):
             self.proc.send_signal(sig)
+            if self.paused:
+                self.proc.send_signal(signal.SIGCONT)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.proc.wait(), 15)
         if self.proc.returncode is None:
             self.proc.kill()
             await self.proc.wait()
 
-    def signal(self, sig: signal.Signals) -> None:
+    def pause(self) -> None:
         assert self.proc is not None
-        self.proc.send_signal(sig)
+        self.paused = True
+        self.proc.send_signal(signal.SIGSTOP)
+
+    def resume(self, grace: float = RESUME_GRACE) -> None:
+        """SIGCONT. Its own loop-lag probe saw the stop as a blocked loop and /healthz says so
+        for its window: that is the test's doing, so it is not probed for ``grace`` seconds."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGCONT)
+        self.probe_after = time.monotonic() + grace
+        self.paused = False
 
     def cpu_seconds(self) -> float:
         """utime + stime of the process, from /proc/<pid>/stat."""
@@ -273,7 +287,8 @@ class HealthPoller:
             with self._lock:
                 replicas = list(self._replicas)
             for r in replicas:
-                if r.running and r.starts and self._up_long_enough(r):
+                if (r.running and not r.paused and time.monotonic() >= r.probe_after
+                        and self._up_long_enough(r)):
                     self._probe(r)
 
     @staticmethod
@@ -296,7 +311,7 @@ class HealthPoller:
         except OSError as exc:
             error = repr(exc)
         took = time.monotonic() - started
-        if not r.running or r.killed_by_test:
+        if not r.running or r.killed_by_test or r.paused or time.monotonic() < r.probe_after:
             return  # the test took it down meanwhile
         rec = self.records[r.name]
         rec.probes += 1
