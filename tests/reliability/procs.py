@@ -164,6 +164,14 @@ class Replica:
             return ""
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
 
+    def ready(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.health_port}/readyz",
+                                        timeout=2.0) as resp:
+                return bool(resp.status == 200)
+        except OSError:
+            return False
+
     def metrics(self) -> dict[str, float] | None:
         return read_metrics(f"http://127.0.0.1:{self.metrics_port}/metrics")
 

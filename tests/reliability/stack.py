@@ -189,7 +189,8 @@ async def under_fault(s: Stack, churn: Churn, seconds: float, *,
                       off: Callable[[], None] = lambda: None,
                       during: Callable[[], Awaitable[None]] | None = None,
                       after: Callable[[], Awaitable[None]] | None = None,
-                      limit: float = 30.0, quiet: float = 0.0) -> tuple[float, checker.Verdict]:
+                      limit: float = 30.0, quiet: float = 0.0,
+                      foreign: dict[str, str] | None = None) -> tuple[float, checker.Verdict]:
     """Churn for ``seconds`` with the fault on (``on``; ``during`` runs alongside), delete the
     selector "gone" half way, stop the churn, run ``after`` (the fault's tail, still on), lift
     the fault (``off``) and converge."""
@@ -210,7 +211,8 @@ async def under_fault(s: Stack, churn: Churn, seconds: float, *,
                 await after()
         finally:
             off()
-    return await s.converge(limit, deleted=churn.deleted_selectors, quiet=quiet)
+    return await s.converge(limit, deleted=churn.deleted_selectors, quiet=quiet,
+                            foreign=foreign)
 
 
 def load(churn: Churn, seconds: float) -> str:
