@@ -26,6 +26,7 @@ ESEL = Resource("slicectl.io", "v1alpha1", "endpointselectors", kind="EndpointSe
 MANAGED_BY = "endpointselector-controller.slicectl.io"
 L_SELECTOR = "kubernetes.io/endpoint-selector-name"
 L_MANAGED = "endpointslice.kubernetes.io/managed-by"
+SUITE_LABEL = "suite"  # selectors the suite made carry suite=reliability; only they are judged
 
 
 @dataclass
@@ -88,10 +89,9 @@ async def check(client: KubeClient, ns: str, *, deleted: set[str] = frozenset(),
         if any(s["metadata"]["labels"].get(L_SELECTOR) == name for s in managed):
             problems.append(f"{name}: slices of a deleted selector remain")
     for name, sel in sorted(by_name.items()):
-        spec = sel.get("spec") or {}
-        match = (spec.get("selector") or {}).get("matchLabels")
-        if not isinstance(match, dict) or not match:
+        if (sel["metadata"].get("labels") or {}).get(SUITE_LABEL) != "reliability":
             continue  # not a selector the churn made (a fuzzed one): judged by its own test
+        match = sel["spec"]["selector"]["matchLabels"]
         mine = [s for s in managed if s["metadata"]["labels"].get(L_SELECTOR) == name]
         want = desired_endpoints(pods, match)
         verdict.desired += len(want)
@@ -117,8 +117,9 @@ async def check(client: KubeClient, ns: str, *, deleted: set[str] = frozenset(),
                             ("listed more than once", twice), ("wrong address/conditions", wrong)):
             if names:
                 problems.append(f"{name}: {len(names)} endpoint(s) {what}: {names[:5]}")
-        if len(want) <= 100 and len({_family(s) for s in mine}) < len(mine):
-            problems.append(f"{name}: {len(mine)} slices where one per family holds all")
+        if len(want) <= 100 and len({_shape(s) for s in mine}) < len(mine):
+            problems.append(f"{name}: {len(mine)} slices where one per family and port set "
+                            "holds all")
         if status and not problems:
             problems.extend(_status_problems(name, sel, mine))
     for sname, rv in (foreign or {}).items():
@@ -128,8 +129,11 @@ async def check(client: KubeClient, ns: str, *, deleted: set[str] = frozenset(),
     return verdict
 
 
-def _family(s: dict[str, Any]) -> str:
-    return str(s.get("addressType"))
+def _shape(s: dict[str, Any]) -> str:
+    """Address family and port set: endpoints that differ in them cannot share a slice."""
+    ports = sorted((p.get("name") or "", p.get("port") or 0, p.get("protocol") or "")
+                   for p in s.get("ports") or ())
+    return f"{s.get('addressType')} {ports}"
 
 
 def _status_problems(name: str, sel: dict[str, Any], mine: list[dict[str, Any]]) -> list[str]:

@@ -23,7 +23,7 @@ from slicectl.kube.client import KubeClient
 from slicectl.kube.errors import AlreadyExists, Conflict, NotFound, ServerError, TooManyRequests
 from slicectl.kube.resources import NAMESPACES, NODES, PODS
 from tests.integration.support import CRD_PATH, apply_crd
-from tests.reliability.checker import ESEL
+from tests.reliability.checker import ESEL, SUITE_LABEL
 
 T = TypeVar("T")
 TRANSIENT = (ServerError, TooManyRequests, aiohttp.ClientError, TimeoutError, OSError)
@@ -79,14 +79,15 @@ async def delete(client: KubeClient, res: Any, name: str, ns: str | None) -> Non
 
 def selector_body(name: str, match: dict[str, str]) -> dict[str, Any]:
     return {"apiVersion": "slicectl.io/v1alpha1", "kind": "EndpointSelector",
-            "metadata": {"name": name, "labels": {"suite": "reliability"}},
+            "metadata": {"name": name, "labels": {SUITE_LABEL: "reliability"}},
             "spec": {"selector": {"matchLabels": match}, "ports": PORTS}}
 
 
 async def prepare(client: KubeClient, ns: str,
-                  selectors: dict[str, dict[str, str]] = SELECTORS) -> None:
-    """CRD, namespace, two nodes and the selectors (idempotent)."""
-    await apply_crd(client, CRD_PATH)
+                  selectors: dict[str, dict[str, str]] = SELECTORS, *, crd: bool = True) -> None:
+    """CRD (unless already applied), namespace, two nodes and the selectors (idempotent)."""
+    if crd:
+        await apply_crd(client, CRD_PATH)
     with contextlib.suppress(AlreadyExists):
         await retrying(lambda: client.create(NAMESPACES, {
             "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))
