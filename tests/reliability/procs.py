@@ -148,6 +148,19 @@ class Replica:
     def open_sockets(self) -> int:
         return sum(1 for fd in _fds(self.pid) if fd.startswith("socket:"))
 
+    def connections_to(self, port: int) -> int:
+        """Established TCP connections from this process to ``port`` (the API server)."""
+        inodes = {fd[8:-1] for fd in _fds(self.pid) if fd.startswith("socket:[")}
+        count = 0
+        for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+            with contextlib.suppress(OSError):
+                for line in Path(table).read_text().splitlines()[1:]:
+                    parts = line.split()
+                    if (parts[9] in inodes and parts[3] == "01"
+                            and int(parts[2].rsplit(":", 1)[1], 16) == port):
+                        count += 1
+        return count
+
     def log_lines(self) -> list[dict[str, Any]]:
         lines: list[dict[str, Any]] = []
         if not self.log_path.exists():
