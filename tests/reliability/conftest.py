@@ -32,8 +32,8 @@ class Sizes:
     soak_seconds: float
 
 
-CI = Sizes(False, pods=30, fault_seconds=6.0, kills=5, failovers=2, fuzz_examples=25,
-           soak_seconds=40.0)
+CI = Sizes(False, pods=30, fault_seconds=5.0, kills=5, failovers=2, fuzz_examples=25,
+           soak_seconds=30.0)
 LONG = Sizes(True, pods=150, fault_seconds=30.0, kills=20, failovers=6, fuzz_examples=200,
              soak_seconds=600.0)
 

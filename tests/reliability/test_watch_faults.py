@@ -27,7 +27,7 @@ async def test_watches_dropped_every_2s(tmp_path: Path, sizes: Sizes) -> None:
         await churn.fill()
         await s.add_replica("solo")
         await s.converge()
-        seconds = max(sizes.fault_seconds, 8.0)
+        seconds = max(sizes.fault_seconds, 6.0)
         took, verdict = await under_fault(
             s, churn, seconds, on=lambda: setattr(faults, "drop_watches_every", 2.0),
             off=lambda: setattr(faults, "drop_watches_every", 0.0), quiet=1.5)
