@@ -82,10 +82,11 @@ class Replica:
         self.listening = False  # its probe port answered since the last start
         self.paused = False  # SIGSTOPped by the test: not probed
         self.probe_after = 0.0  # monotonic time before which it is not probed
+        self.was_paused = False  # its loop-lag history contains the test's SIGSTOP
 
     async def start(self) -> None:
         self.killed_by_test = False
-        self.listening = False
+        self.listening = self.was_paused = False
         self.starts += 1
         with self.log_path.open("ab") as out:
             self.proc = await asyncio.create_subprocess_exec(
@@ -123,7 +124,7 @@ class Replica:
 
     def pause(self) -> None:
         assert self.proc is not None
-        self.paused = True
+        self.paused = self.was_paused = True
         self.proc.send_signal(signal.SIGSTOP)
 
     def resume(self, grace: float = RESUME_GRACE) -> None:
