@@ -95,7 +95,10 @@ async def test_checker_finds_every_planted_problem(srv: EmbeddedApiServer) -> No
             "web-1": (await client.get(ENDPOINTSLICES, "web-1", NS))[
                 "metadata"]["resourceVersion"]})).ok
         stranger = copy.deepcopy(good)
-        stranger["metadata"]["ownerReferences"][0]["uid"] = "someone-else"
+        # owned by an object that exists (an absent owner would have it garbage-collected)
+        stranger["metadata"]["ownerReferences"][0].update(
+            uid=made["metadata"]["uid"], kind="EndpointSlice", name="web-1",
+            apiVersion="discovery.k8s.io/v1")
         stranger["metadata"]["name"] = "web-2"
         stranger["endpoints"] = []
         await client.create(ENDPOINTSLICES, stranger, NS)

@@ -73,12 +73,14 @@ def foreign_slice(name: str, selector: str, ip: str) -> dict[str, Any]:
             "endpoints": [{"addresses": [ip], "conditions": {"ready": True}}], "ports": []}
 
 
-def impostor(name: str, selector: str, ip: str) -> dict[str, Any]:
+def impostor(name: str, selector: str, ip: str, owner: dict[str, Any]) -> dict[str, Any]:
+    """slicectl's labels for ``selector``, but owned by another (live) selector: an absent
+    owner would have the API server's garbage collector remove it before slicectl could."""
     body = foreign_slice(name, selector, ip)
     body["metadata"]["labels"][L_MANAGED] = MANAGED_BY
     body["metadata"]["ownerReferences"] = [{
-        "apiVersion": "slicectl.io/v1alpha1", "kind": "EndpointSelector", "name": selector,
-        "uid": "00000000-0000-0000-0000-000000000000", "controller": True}]
+        "apiVersion": "slicectl.io/v1alpha1", "kind": "EndpointSelector",
+        "name": owner["metadata"]["name"], "uid": owner["metadata"]["uid"], "controller": True}]
     return body
 
 
@@ -96,6 +98,8 @@ async def test_another_writer_edits_deletes_and_impersonates(tmp_path: Path,
             foreign[made["metadata"]["name"]] = made["metadata"]["resourceVersion"]
         rng = random.Random(22)
         done = {"edited": 0, "deleted": 0, "impostors": 0}
+        owners, _ = await s.client.list(ESEL, s.ns)
+        owners = [o for o in owners if o["metadata"]["name"] != "gone"]
 
         async def vandal() -> None:
             n = 0
@@ -120,8 +124,9 @@ async def test_another_writer_edits_deletes_and_impersonates(tmp_path: Path,
                     else:
                         n += 1
                         sel = victim["metadata"]["labels"][L_SELECTOR]
-                        await create(s.client, ENDPOINTSLICES,
-                                     impostor(f"impostor-{n}", sel, f"198.51.100.{n}"), s.ns)
+                        owner = next(o for o in owners if o["metadata"]["name"] != sel)
+                        await create(s.client, ENDPOINTSLICES, impostor(
+                            f"impostor-{n}", sel, f"198.51.100.{n}", owner), s.ns)
                     done[what] += 1
                 except ApiError:
                     pass  # raced with slicectl: that is the point
