@@ -180,6 +180,9 @@ class Faults:
             delay += self.resource_latency.get(info.resource, 0.0)
         if delay > 0:
             await asyncio.sleep(delay)
+            if transport is not None and transport.is_closing():
+                # the client gave up while the request was held: nothing left to answer
+                raise errors.internal("injected fault: the client went away")
         rate = self.error_rate
         if info is not None and self.resource_error_rate:
             rate = self.resource_error_rate.get(
