@@ -39,8 +39,9 @@ from tests.reliability.stack import Row, record, stack
 
 pytestmark = pytest.mark.embedded_only
 
+INT = st.integers(-2**63, 2**63 - 1)  # what JSON on the wire can carry (orjson: 64 bits)
 JSON = st.recursive(
-    st.none() | st.booleans() | st.integers(-2**40, 2**40) | st.text(max_size=12),
+    st.none() | st.booleans() | INT | st.text(max_size=12),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner,
                                                                 max_size=3),
     max_leaves=6)
@@ -71,7 +72,7 @@ def bad_specs() -> st.SearchStrategy[dict[str, Any]]:
         st.just({}),
         st.just({"selector": {}}),
         JSON.filter(lambda v: not isinstance(v, dict)).map(lambda v: {"selector": v}),
-        st.dictionaries(LABEL, st.integers() | st.lists(st.integers(), max_size=2),
+        st.dictionaries(LABEL, INT | st.lists(INT, max_size=2),
                         min_size=1, max_size=3).map(lambda m: {"selector": {"matchLabels": m}}),
         st.tuples(LABEL, st.text(max_size=10).filter(
             lambda o: o not in ("In", "NotIn", "Exists", "DoesNotExist"))).map(
