@@ -142,6 +142,8 @@ class Faults:
         watchers = self._watchers(resource)
         for watcher in watchers:
             watcher.send_raw(line)
+            if truncate:  # nothing more goes out on it: a cut stream ends with the partial line
+                watcher.offer = _discard  # type: ignore[method-assign]
         if truncate and watchers:
             asyncio.get_running_loop().call_later(0.2, self.reset_watches, resource)
         self._note("watch_line")
@@ -270,6 +272,10 @@ class Faults:
                 else:
                     self.reset_watches()
             self._transports = {t for t in self._transports if not t.is_closing()}
+
+
+def _discard(event: object) -> None:
+    """A cut watcher's ``offer``: the events are not lost, the client resumes before them."""
 
 
 def _abort(transport: asyncio.BaseTransport) -> int:

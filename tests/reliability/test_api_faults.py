@@ -171,8 +171,11 @@ async def test_discovery_failing_at_start(tmp_path: Path, sizes: Sizes) -> None:
                    "503s", lost=verdict.lost, duplicated=verdict.duplicated, converge=took))
 
 
-async def test_api_server_restart_keeps_objects_resets_history(tmp_path: Path,
-                                                               sizes: Sizes) -> None:
+async def test_api_server_restart_keeps_objects_resets_history(
+        tmp_path: Path, sizes: Sizes, request: pytest.FixtureRequest) -> None:
+    if sizes.long:  # ten restarts in 30 s: enough reconnect failures to fail liveness
+        request.applymarker(pytest.mark.xfail(strict=True, reason=(
+            "issue 8 item 5: liveness fails while the API server is unavailable")))
     async with stack(tmp_path) as s:
         assert s.server is not None
         faults = s.server.faults

@@ -116,6 +116,7 @@ async def test_raw_watch_lines_and_truncated_streams(srv: EmbeddedApiServer,
     assert bytes(received) == b"{not json\n"
     assert srv.faults.inject_watch_line("pods", b'{"type":"ADDED","object":{"kind":"Po',
                                         truncate=True) == 1
+    await raw.request("POST", PODS, pod("after-the-cut"))  # never sent on the cut stream
     with pytest.raises(CUT):
         await asyncio.wait_for(task, 5)
     assert bytes(received).endswith(b'\n{"type":"ADDED","object":{"kind":"Po')
