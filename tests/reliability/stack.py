@@ -99,9 +99,15 @@ class Stack:
         assert verdict.ok, (f"not exact {limit:g}s after the fault: {verdict.problems}\n"
                             + self.tails())
         if quiet and self.server is not None:
-            before = self.slice_writes()
+            faults = self.server.faults
+            recording, faults.record_writes = faults.record_writes, True
+            mark, before = len(faults.writes), self.slice_writes()
             await asyncio.sleep(quiet)
-            assert self.slice_writes() == before, "slices written although all were right"
+            faults.record_writes = recording
+            late = [(w.verb, w.name, w.code) for w in faults.writes[mark:]
+                    if w.resource == "endpointslices"]
+            assert self.slice_writes() == before, (
+                f"slices written although all were right: {late}\n{self.tails()}")
         return took, verdict
 
     def tails(self) -> str:

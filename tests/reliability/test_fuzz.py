@@ -242,8 +242,6 @@ async def bad_selectors_not_ready(s: Any, count: int, limit: float = 30.0) -> li
     return missing
 
 
-@pytest.mark.xfail(strict=True, reason="issue 8 item 10: a selector that turns invalid freezes "
-                   "its slices, which keep listing pods that are gone")
 async def test_selector_turning_invalid_never_lists_gone_pods(tmp_path: Path,
                                                               sizes: Sizes) -> None:
     async with stack(tmp_path, world=False) as s:
