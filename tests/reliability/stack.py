@@ -124,7 +124,7 @@ class Stack:
                        if k.startswith(f"{LAG_METRIC}_bucket{{le=")}
             if not buckets:
                 warnings.warn(f"{LAG_METRIC} not exported by slicectl: event loop lag check "
-                              "skipped (issue 8 adds the metric)", stacklevel=2)
+                              "skipped", stacklevel=2)
                 return
             le = min(b for b in buckets if b >= LAG_BOUND)
             over = values.get(f"{LAG_METRIC}_count", 0.0) - buckets[le]
