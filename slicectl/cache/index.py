@@ -1,5 +1,8 @@
 """Indexes that turn a pod event into the selectors it concerns, and a selector into its pods.
 
+:class:`SelectedPods` is the reverse direction (selector -> pods), maintained from the same
+lookups; see its docstring.
+
 :class:`SelectorIndex` answers "which selectors match these labels in this namespace" without
 scanning every selector of the namespace (upstream's scan costs 100-350 ms per pod event with
 hundreds of Services). Each valid selector is posted under ONE of its ``In`` terms, once per
@@ -15,8 +18,9 @@ Invalid selectors (``error`` set) are remembered but never match.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 
+from slicectl.cache.store import PodStore
 from slicectl.model.records import PodRecord, SelectorRecord
 
 Posting = tuple[str, str]  # (label key, label value)
@@ -114,33 +118,123 @@ class SelectorIndex:
             out.extend(r for r in fallback.values() if r.selector.matches(labels))
         return out
 
+    def matching_both(
+        self, old: PodRecord | None, new: PodRecord | None
+    ) -> tuple[list[SelectorRecord], list[SelectorRecord]]:
+        """The selectors matching ``old`` and ``new`` (one lookup when the labels are the same)."""
+        now = self.matching(new.namespace, new.labels) if new is not None else []
+        if old is None:
+            return [], now
+        if new is not None and old.namespace == new.namespace and (
+            old.labels is new.labels or old.labels == new.labels
+        ):
+            return now, now
+        return self.matching(old.namespace, old.labels), now
+
     def matching_keys(self, namespace: str, labels: Mapping[str, str]) -> set[str]:
         key = self._key
         return {key(r) for r in self.matching(namespace, labels)}
 
 
-class PodIndex:
-    """Pods by namespace, fed as an informer handler, for when a selector changes."""
+class SelectedPods:
+    """Selector key -> the pods its selector matches (by name), kept in step with pod events.
 
-    def __init__(self) -> None:
-        self._by_namespace: dict[str, dict[str, PodRecord]] = {}
+    Pod events update it from the same posting-list lookups that find a pod's selectors
+    (:meth:`pod_changed` takes both sides' matches, which the router computes anyway), so a
+    sync reads exactly its selector's pods: O(selected pods), whatever the namespace's size or
+    the number of selectors. A selector that is new or whose label selector changed is marked
+    pending; the first read of any pending selector of a namespace scans that namespace ONCE for
+    all of them, matching each distinct (shared) label map once. Phase and IPs are not filtered
+    here: the planner decides inclusion.
+    """
 
-    def in_namespace(self, namespace: str) -> Iterable[PodRecord]:
-        return self._by_namespace.get(namespace, {}).values()
+    def __init__(self, selectors: SelectorIndex, pods: PodStore) -> None:
+        self._selectors = selectors
+        self._pods = pods
+        self._members: dict[str, dict[str, PodRecord]] = {}
+        self._pending: dict[str, set[str]] = {}  # namespace -> selector keys to rebuild
 
     def __len__(self) -> int:
-        return sum(len(pods) for pods in self._by_namespace.values())
+        return len(self._members)
 
-    def on_add(self, new: PodRecord) -> None:
-        self._by_namespace.setdefault(new.namespace, {})[new.name] = new
+    def selector_changed(self, old: SelectorRecord | None, new: SelectorRecord | None) -> None:
+        """Call after the SelectorIndex was updated with ``new`` (None: deleted)."""
+        if new is None or new.error is not None:
+            if old is not None:
+                key = self._selectors.key_of(old)
+                self._members.pop(key, None)
+                pending = self._pending.get(old.namespace)
+                if pending is not None:
+                    pending.discard(key)
+            return
+        key = self._selectors.key_of(new)
+        if (
+            old is not None and key in self._members and old.error is None
+            and old.namespace == new.namespace and old.selector == new.selector
+        ):
+            return  # same selector: same pods
+        self._members[key] = {}
+        self._pending.setdefault(new.namespace, set()).add(key)
 
-    def on_update(self, old: PodRecord, new: PodRecord) -> None:
-        self._by_namespace.setdefault(new.namespace, {})[new.name] = new
+    def pod_changed(
+        self, old: PodRecord | None, new: PodRecord | None,
+        before: Iterable[SelectorRecord], now: Iterable[SelectorRecord],
+    ) -> None:
+        """``before``/``now``: the selectors matching ``old``'s and ``new``'s labels."""
+        key_of = self._selectors.key_of
+        members = self._members
+        now_keys = set()
+        if new is not None:
+            name = new.name
+            for sel in now:
+                key = key_of(sel)
+                now_keys.add(key)
+                pods = members.get(key)
+                if pods is not None:
+                    pods[name] = new
+        if old is not None:
+            for sel in before:
+                key = key_of(sel)
+                if key not in now_keys:
+                    pods = members.get(key)
+                    if pods is not None:
+                        pods.pop(old.name, None)
 
-    def on_delete(self, old: PodRecord) -> None:
-        pods = self._by_namespace.get(old.namespace)
-        if pods is not None and pods.pop(old.name, None) is not None and not pods:
-            del self._by_namespace[old.namespace]
+    def pods_of(self, key: str) -> Collection[PodRecord]:
+        """The pods ``key``'s selector matches (empty for unknown or invalid selectors)."""
+        sel = self._selectors.get(key)
+        if sel is None:
+            return ()
+        if self._pending.get(sel.namespace):
+            self.build(sel.namespace)
+        pods = self._members.get(key)
+        return pods.values() if pods is not None else ()
+
+    def build(self, namespace: str) -> None:
+        """Fill every pending selector of ``namespace`` with one scan of its pods."""
+        pending = self._pending.pop(namespace, set())
+        if not pending:
+            return
+        for key in pending:
+            self._members[key] = {}
+        key_of = self._selectors.key_of
+        matching = self._selectors.matching
+        # id(label map) -> the pending selectors' member maps (the pods keep the maps alive).
+        seen: dict[int, list[dict[str, PodRecord]]] = {}
+        for name, pod in self._pods.in_namespace(namespace).items():
+            labels = pod.labels
+            targets = seen.get(id(labels))
+            if targets is None:
+                targets = seen[id(labels)] = [
+                    self._members[k] for s in matching(namespace, labels)
+                    if (k := key_of(s)) in pending
+                ]
+            for pods in targets:
+                pods[name] = pod
+
+    def build_all(self) -> None:
+        for namespace in list(self._pending):
+            self.build(namespace)
 
 
 def _endpoint_fields(pod: PodRecord) -> tuple[object, ...]:
@@ -160,7 +254,16 @@ def _endpoint_fields(pod: PodRecord) -> tuple[object, ...]:
 def selectors_to_sync(
     old: PodRecord | None, new: PodRecord | None, index: SelectorIndex
 ) -> set[str]:
-    """The selector keys a pod add (old None), delete (new None) or update must sync.
+    """The selector keys a pod add (old None), delete (new None) or update must sync."""
+    before, now = index.matching_both(old, new)
+    return keys_to_sync(old, new, {index.key_of(s) for s in before},
+                        {index.key_of(s) for s in now})
+
+
+def keys_to_sync(
+    old: PodRecord | None, new: PodRecord | None, before: set[str], now: set[str]
+) -> set[str]:
+    """Which of the selectors matching ``old`` (``before``) and ``new`` (``now``) must sync.
 
     Upstream's filter: the same resourceVersion is a resync (nothing); a pure relabel syncs only
     the selectors the pod entered or left (symmetric difference); a relabel together with an
@@ -169,15 +272,12 @@ def selectors_to_sync(
     misses terminal phases, container ports and nodeName): see :func:`_endpoint_fields`.
     """
     if new is None:
-        return index.matching_keys(old.namespace, old.labels) if old is not None else set()
+        return before
     if old is None:
-        return index.matching_keys(new.namespace, new.labels)
+        return now
     if old.resource_version == new.resource_version:
         return set()
-    labels_changed = old.labels != new.labels
     pod_changed = _endpoint_fields(old) != _endpoint_fields(new)
-    if not labels_changed:
-        return index.matching_keys(new.namespace, new.labels) if pod_changed else set()
-    now = index.matching_keys(new.namespace, new.labels)
-    before = index.matching_keys(old.namespace, old.labels)
+    if old.labels == new.labels:
+        return now if pod_changed else set()
     return now | before if pod_changed else now ^ before

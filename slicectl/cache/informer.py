@@ -2,14 +2,21 @@
 changed.
 
 Paginated LIST, then WATCH from the list's resourceVersion with bookmarks and a jittered server
-``timeoutSeconds``. A watch that ends normally, drops or stalls (no byte within the inactivity
-timeout) resumes from the last resourceVersion seen, bookmarks included. A 410 Gone or any
-``ERROR`` event means the resourceVersion is no longer usable: the informer relists and emits
-exactly the differences against its store (adds, updates for a changed resourceVersion,
-deletes for vanished keys), never reusing the expired version. After each LIST an optional
-``on_listed`` hook is told when that LIST was sent, so expectations about objects the store
-never saw (a write acknowledged before the LIST) can be settled against it. Connection
-failures back off (exponential, jittered, capped).
+``timeoutSeconds``. A LIST is streamed: each page is decoded into records and its differences
+applied and notified before the next page is read, items decoded one at a time, yielding to the
+event loop every 5 ms, so a relist of 150k pods never holds the whole list nor stalls the loop.
+The first LIST asks for ``resourceVersion=0`` and relists for ``NotOlderThan`` the last synced
+version, so the server may answer from its watch cache (client-go's reflector does the same);
+if that version is refused (410), a consistent LIST follows.
+
+A watch that ends normally, drops or stalls (no byte within the inactivity timeout) resumes
+from the last resourceVersion seen, bookmarks included. A 410 Gone or any ``ERROR`` event
+means the resourceVersion is no longer usable: the informer relists and emits exactly the
+differences against its store (adds, updates for a changed resourceVersion, deletes for
+vanished keys), never reusing the expired version. After each LIST an optional ``on_listed``
+hook is told when that LIST was sent, so expectations about objects the store never saw (a
+write acknowledged before the LIST) can be settled against it. Connection failures back off
+(exponential, jittered, capped).
 
 A malformed object (parse raises, or not a JSON object) is logged once and skipped: the store
 keeps what it had for that key. Handlers are synchronous and must be cheap; the per-event path
@@ -35,6 +42,8 @@ from slicectl.kube.resources import Resource
 
 _log = structlog.get_logger()
 _MALFORMED_MEMORY = 10_000
+_CHECK_EVERY = 16  # list items handled between two looks at the clock
+_SLICE = 0.005  # seconds of list handling between two yields to the event loop
 
 
 class Versioned(Protocol):
@@ -112,6 +121,7 @@ class Informer(Generic[T]):
         backoff_initial: float = 0.8,
         backoff_max: float = 30.0,
         on_listed: Callable[[float], None] | None = None,
+        store: Store[T] | None = None,
     ) -> None:
         self._client = client
         self._resource = resource
@@ -129,8 +139,11 @@ class Informer(Generic[T]):
         self._backoff_max = backoff_max
         self._on_listed = on_listed  # called after each LIST with the time.monotonic() it began
         self._rv: str | None = None
+        self._listed_rv: str | None = None  # the last version we synced to (never cleared)
         self._malformed_seen: dict[str, str] = {}
-        self.store: Store[T] = Store()
+        # A shared store (several namespaced informers, one pod store) is fine: a relist only
+        # deletes keys of its own namespace.
+        self.store: Store[T] = store if store is not None else Store()
         self.synced = asyncio.Event()
         self.stats = InformerStats()
         self._log = _log.bind(resource=resource.plural, namespace=namespace or "")
@@ -162,6 +175,7 @@ class Informer(Generic[T]):
                 delay = self._backoff(failures)  # ended at once, twice in a row: slow down
             except Gone:
                 self._log.info("informer_expired", resource_version=self._rv)
+                self._listed_rv = self._rv or self._listed_rv  # a lower bound for the relist
                 self._rv = None  # never reuse an expired resourceVersion
                 if failures:
                     delay = self._backoff(failures)
@@ -172,6 +186,7 @@ class Informer(Generic[T]):
             except TooManyRequests as exc:  # not processed: retry the same request later
                 delay = exc.retry_after or self._backoff(failures)
             except ApiError as exc:  # an ERROR event or a failed request: start from a list
+                self._listed_rv = self._rv or self._listed_rv
                 self._rv = None
                 delay = exc.retry_after or self._backoff(failures)
                 self._log.warning("informer_api_error", status=exc.status, error=str(exc))
@@ -189,45 +204,83 @@ class Informer(Generic[T]):
         return ceiling * random.uniform(0.5, 1.0)
 
     async def _relist(self) -> None:
+        """LIST page by page and apply the differences as they come (see the module docstring).
+
+        Adds and updates are applied and notified per page; an unchanged object (same
+        resourceVersion) keeps its stored record, so indexes never hold a stale copy; keys
+        this informer owns that the list did not show are deleted at the end.
+        """
+        rv_arg: str | None
+        if not self.stats.lists:
+            rv_arg, match = "0", None  # first list: any state, from the watch cache
+        elif self._listed_rv:  # not older than what we have seen: the watch cache may answer
+            rv_arg, match = self._listed_rv, "NotOlderThan"
+        else:
+            rv_arg, match = None, None
+        try:
+            await self._list_pages(rv_arg, match)
+        except ApiError as exc:
+            # 410: too old for the server; 504 "Too large resource version": the server's
+            # history is behind ours (restored etcd). client-go then reads consistently.
+            if match is None or not (isinstance(exc, Gone) or "Too large" in str(exc)):
+                raise
+            self._listed_rv = None
+            await self._list_pages(None, None)
+
+    async def _list_pages(self, rv_arg: str | None, match: str | None) -> None:
         started = time.monotonic()
-        items, rv = await self._client.list(
-            self._resource,
-            self._namespace,
-            label_selector=self._label_selector,
-            field_selector=self._field_selector,
-            limit=self._page_size,
-            metadata_only=self._metadata_only,
-        )
-        fresh: dict[str, T] = {}
-        unparsed: set[str] = set()  # malformed now: keep whatever the store has for them
-        for raw in items:
-            record = self._parse_or_skip(raw)
-            if record is None:
-                raw_key = object_key(raw) if isinstance(raw, dict) else None
-                if raw_key is not None:
-                    unparsed.add(raw_key)
-            else:
-                fresh[self._key(record)] = record
         store = self.store
-        gone = [k for k in store if k not in fresh and k not in unparsed]
-        removed = [old for k in gone if (old := store.pop(k)) is not None]
-        changed: list[tuple[T | None, T]] = []
-        for k, record in fresh.items():
-            old = store.put(k, record)
-            if old is None or old.resource_version != record.resource_version:
-                changed.append((old, record))
+        seen: set[str] = set()  # listed now, parsed or not (a malformed one keeps its record)
+        changed = 0
+        rv = ""
+        slice_start = time.monotonic()
+        pages = self._client.list_pages(
+            self._resource, self._namespace, label_selector=self._label_selector,
+            field_selector=self._field_selector, limit=self._page_size,
+            metadata_only=self._metadata_only, resource_version=rv_arg,
+            resource_version_match=match,
+        )
+        async with contextlib.aclosing(pages):
+            async for page in pages:
+                if page.restarted:
+                    seen.clear()
+                rv = page.resource_version
+                for i, raw in enumerate(page.items):  # decoded one by one as we go
+                    if i % _CHECK_EVERY == 0 and time.monotonic() - slice_start > _SLICE:
+                        await asyncio.sleep(0)  # big pages must not stall the loop
+                        slice_start = time.monotonic()
+                    record = self._parse_or_skip(raw)
+                    if record is None:
+                        raw_key = object_key(raw) if isinstance(raw, dict) else None
+                        if raw_key is not None:
+                            seen.add(raw_key)
+                        continue
+                    k = self._key(record)
+                    seen.add(k)
+                    old = store.get(k)
+                    if old is not None and old.resource_version == record.resource_version:
+                        continue
+                    store.put(k, record)
+                    changed += 1
+                    self._notify("ADDED" if old is None else "MODIFIED", old, record)
+                del page
+                await asyncio.sleep(0)
+                slice_start = time.monotonic()
+        deleted = 0
+        for i, k in enumerate(store.keys_in(self._namespace)):
+            if i % (_CHECK_EVERY * 64) == 0:
+                await asyncio.sleep(0)
+            if k not in seen and (old_record := store.pop(k)) is not None:
+                deleted += 1
+                self._notify("DELETED", old_record, None)
         if self.stats.lists:
             self.stats.relists += 1
         self.stats.lists += 1
-        self._rv = rv
+        self._rv = self._listed_rv = rv
         self._log.info(
-            "informer_listed", items=len(fresh), added_or_updated=len(changed),
-            deleted=len(removed), resource_version=rv,
+            "informer_listed", items=len(seen), added_or_updated=changed, deleted=deleted,
+            resource_version=rv,
         )
-        for old_record in removed:
-            self._notify("DELETED", old_record, None)
-        for previous, record in changed:
-            self._notify("ADDED" if previous is None else "MODIFIED", previous, record)
         if self._on_listed is not None:
             try:
                 self._on_listed(started)

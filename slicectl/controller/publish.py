@@ -13,6 +13,10 @@ never come in steady state, so "left to the next sync" could leave the status wr
 It is dropped when it cannot land (the selector is gone: 404; the patch is invalid: 422), when
 this replica may no longer write (the new leader writes its own), and on a non-API exception
 (a bug, logged).
+
+A bounded pool of senders drains the pending statuses in submission order, so a takeover that
+syncs 10k selectors at once queues 10k small entries, not 10k tasks all waiting for tokens; a
+selector backing off after a failure does not hold a sender.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from slicectl.model.records import SelectorRecord
 log = structlog.get_logger("slicectl.status")
 RETRY_BASE = 1.0
 RETRY_CAP = 60.0
+SENDERS = 4
 
 
 def _retryable(exc: Exception) -> bool:
@@ -38,52 +43,93 @@ def _retryable(exc: Exception) -> bool:
         return False
     return isinstance(exc, (ApiError, aiohttp.ClientError, OSError, TimeoutError))
 
+
 StatusWrite = Callable[[SelectorRecord, dict[str, Any]], Awaitable[None]]
 
 
 class StatusPublisher:
-    def __init__(self, write: StatusWrite) -> None:
+    def __init__(self, write: StatusWrite, senders: int = SENDERS) -> None:
         self._write = write
-        self._pending: dict[str, tuple[SelectorRecord, dict[str, Any]]] = {}
-        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._senders = max(1, senders)
+        self._pending: dict[str, tuple[SelectorRecord, dict[str, Any]]] = {}  # FIFO by key
+        self._in_flight: set[str] = set()
+        self._failures: dict[str, int] = {}
+        self._not_before: dict[str, float] = {}  # loop time a backing-off key may go again
+        self._timers: set[asyncio.TimerHandle] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
 
     def submit(self, key: str, selector: SelectorRecord, patch: dict[str, Any]) -> None:
         """Queue ``patch`` for ``key``, replacing an older one not yet sent."""
         self._pending[key] = (selector, patch)
-        if key not in self._tasks:
-            self._tasks[key] = asyncio.create_task(self._drain(key))
+        self._kick()
 
     def pending(self, key: str) -> bool:
-        return key in self._pending or key in self._tasks
+        return key in self._pending or key in self._in_flight
 
-    async def _drain(self, key: str) -> None:
-        failures = 0
-        try:
-            while key in self._pending:
-                selector, patch = self._pending.pop(key)
-                try:
-                    await self._write(selector, patch)
-                    failures = 0
-                except Exception as exc:
-                    if not _retryable(exc):
-                        log.warning("status write failed; dropped", selector=key,
-                                    error=str(exc))
-                        continue
-                    delay = min(RETRY_CAP, RETRY_BASE * 2.0 ** min(failures, 16))
-                    failures += 1
-                    log.warning("status write failed; retrying", selector=key, error=str(exc),
-                                retry_in=delay, failures=failures)
-                    self._pending.setdefault(key, (selector, patch))  # unless superseded
-                    await asyncio.sleep(delay)
-        finally:
-            del self._tasks[key]
+    def _kick(self) -> None:
+        if len(self._tasks) < self._senders and self._next() is not None:
+            task = asyncio.create_task(self._drain())
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    def _next(self) -> str | None:
+        now = asyncio.get_running_loop().time() if self._not_before else 0.0
+        for key in self._pending:
+            if key in self._in_flight:  # one write per selector at a time
+                continue
+            if self._not_before.get(key, 0.0) > now:  # backing off
+                continue
+            return key
+        return None
+
+    async def _drain(self) -> None:
+        while (key := self._next()) is not None:
+            selector, patch = self._pending.pop(key)
+            self._not_before.pop(key, None)
+            self._in_flight.add(key)
+            try:
+                await self._write(selector, patch)
+                self._failures.pop(key, None)
+            except Exception as exc:
+                self._failed(key, selector, patch, exc)
+            finally:
+                self._in_flight.discard(key)
+
+    def _failed(self, key: str, selector: SelectorRecord, patch: dict[str, Any],
+                exc: Exception) -> None:
+        if not _retryable(exc):
+            self._failures.pop(key, None)
+            log.warning("status write failed; dropped", selector=key, error=str(exc))
+            return
+        failures = self._failures.get(key, 0)
+        delay = min(RETRY_CAP, RETRY_BASE * 2.0 ** min(failures, 16))
+        self._failures[key] = failures + 1
+        log.warning("status write failed; retrying", selector=key, error=str(exc),
+                    retry_in=delay, failures=failures + 1)
+        self._pending.setdefault(key, (selector, patch))  # unless superseded
+        loop = asyncio.get_running_loop()
+        self._not_before[key] = loop.time() + delay
+        timer = loop.call_later(delay, self._retry_due)
+        self._timers.add(timer)
+
+    def _retry_due(self) -> None:
+        now = asyncio.get_running_loop().time()
+        self._timers = {t for t in self._timers if t.when() > now}
+        self._kick()
 
     async def flush(self) -> None:
-        """Wait for every queued status write (used at shutdown and in tests)."""
-        while self._tasks:
-            await asyncio.gather(*list(self._tasks.values()), return_exceptions=True)
+        """Wait for every queued status write, retries included (shutdown and tests)."""
+        while self._tasks or self._pending:
+            if self._tasks:
+                await asyncio.gather(*list(self._tasks), return_exceptions=True)
+            else:
+                await asyncio.sleep(0.05)  # only keys backing off: their timers kick a sender
+                self._kick()
 
     async def close(self) -> None:
-        for task in list(self._tasks.values()):
+        for timer in self._timers:
+            timer.cancel()
+        self._timers.clear()
+        for task in list(self._tasks):
             task.cancel()
-        await asyncio.gather(*list(self._tasks.values()), return_exceptions=True)
+        await asyncio.gather(*list(self._tasks), return_exceptions=True)

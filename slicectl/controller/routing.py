@@ -3,7 +3,8 @@
 Informer handlers must be cheap (they run inline with the watch stream), so each one updates an
 index and adds keys to the queue — no listing, no scanning of every selector:
 
-* a **pod** event finds its selectors through the inverted :class:`SelectorIndex`, filtered by
+* a **pod** event finds its selectors through the inverted :class:`SelectorIndex` (the same
+  lookups keep the selector -> pods index in step), filtered by
   the upstream rule (a pure relabel syncs only the selectors the pod entered or left), and is
   batched leading-edge over ``--batch-period`` (see :mod:`slicectl.controller.queue`): at once
   for a quiet selector, else with the burst;
@@ -34,7 +35,8 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
-from slicectl.cache.index import PodIndex, SelectorIndex, selectors_to_sync
+from slicectl.cache.index import SelectedPods, SelectorIndex, keys_to_sync
+from slicectl.cache.store import PodStore
 from slicectl.controller.queue import WorkQueue
 from slicectl.controller.tracker import SliceTracker
 from slicectl.model.records import NodeRecord, PodRecord, SelectorRecord, SelectorRef, SliceRecord
@@ -65,14 +67,17 @@ class Router:
         tracker: SliceTracker,
         apis: Sequence[SelectorRef],
         batch_period: float,
+        pods: PodStore | None = None,
     ) -> None:
         self.queue = queue
         self.tracker = tracker
         self.apis = tuple(apis)
         self.batch_period = batch_period
         self.selectors = SelectorIndex(key=record_key)
-        self.pods = PodIndex()
-        self._pods_by_node: dict[str, dict[str, PodRecord]] = {}  # node -> pod key -> pod
+        # The one pod store: the pod informers write it before calling the handlers below;
+        # the handlers only fill it themselves when nobody else does (tests).
+        self.pods = pods if pods is not None else PodStore()
+        self.selected = SelectedPods(self.selectors, self.pods)
         self._slices: dict[str, dict[str, SliceRecord]] = {}  # selector key -> slice uid -> slice
         self._slice_keys: dict[str, tuple[str, ...]] = {}  # slice uid -> selector keys
         self._invalid: dict[str, str] = {}  # selector key -> why its current spec is invalid
@@ -91,6 +96,10 @@ class Router:
     def slices_of(self, key: str) -> Iterable[SliceRecord]:
         return self._slices.get(key, {}).values()
 
+    def pods_of(self, key: str) -> Iterable[PodRecord]:
+        """The pods the selector matches by labels (the planner still decides inclusion)."""
+        return self.selected.pods_of(key)
+
     def _enqueue(self, keys: Iterable[str], batch: bool, changed_at: float | None = None,
                  removal: bool = True) -> None:
         """Queue ``keys``: leading-edge batched for ``batch`` (pod, node, slice events), at once
@@ -105,50 +114,46 @@ class Router:
     # -- pods -------------------------------------------------------------------------------
 
     def _pod_keys(self, old: PodRecord | None, new: PodRecord | None) -> set[str]:
-        return selectors_to_sync(old, new, self.selectors)
-
-    def _index_node(self, old: PodRecord | None, new: PodRecord | None) -> None:
-        if old is not None and old.node_name:
-            on_node = self._pods_by_node.get(old.node_name)
-            if on_node is not None:
-                on_node.pop(old.key, None)
-                if not on_node:
-                    del self._pods_by_node[old.node_name]
-        if new is not None and new.node_name:
-            self._pods_by_node.setdefault(new.node_name, {})[new.key] = new
+        """The selectors a pod change must sync; keeps the selector -> pods index in step."""
+        index = self.selectors
+        before, now = index.matching_both(old, new)
+        self.selected.pod_changed(old, new, before, now)
+        key = index.key_of
+        return keys_to_sync(old, new, {key(s) for s in before}, {key(s) for s in now})
 
     def pod_added(self, new: PodRecord) -> None:
-        self.pods.on_add(new)
-        self._index_node(None, new)
-        self._enqueue(self._pod_keys(None, new), True, parse_rfc3339(new.ready_transition),
-                      removal=False)
+        if not self.pods.holds(new):
+            self.pods.put(new.key, new)
+        keys = self._pod_keys(None, new)
+        if keys:
+            self._enqueue(keys, True, parse_rfc3339(new.ready_transition), removal=False)
 
     def pod_updated(self, old: PodRecord, new: PodRecord) -> None:
-        self.pods.on_update(old, new)
-        self._index_node(old, new)
+        if not self.pods.holds(new):
+            self.pods.put(new.key, new)
         keys = self._pod_keys(old, new)
         if keys:
             self._enqueue(keys, True, pod_trigger_time(old, new), removal=_removes(old, new))
 
     def pod_deleted(self, old: PodRecord) -> None:
-        self.pods.on_delete(old)
-        self._index_node(old, None)
+        if self.pods.holds(old):
+            self.pods.pop(old.key)
         self._enqueue(self._pod_keys(old, None), True)
 
     # -- selectors --------------------------------------------------------------------------
 
     def _index_selector(self, new: SelectorRecord) -> None:
         key = record_key(new)
+        last = self.selectors.get(key)
         if new.error is None:
             self._invalid.pop(key, None)
-            self.selectors.add(new)
-            return
-        self._invalid[key] = new.error
-        last = self.selectors.get(key)
-        if last is not None and last.uid == new.uid and last.error is None:
-            new = replace(new, selector=last.selector, ip_families=last.ip_families,
-                          ports=last.ports, error=None)  # still matches its last valid pods
+        else:
+            self._invalid[key] = new.error
+            if last is not None and last.uid == new.uid and last.error is None:
+                new = replace(new, selector=last.selector, ip_families=last.ip_families,
+                              ports=last.ports, error=None)  # still matches its last valid pods
         self.selectors.add(new)
+        self.selected.selector_changed(last, new)  # the indexed records, before and after
 
     def selector_added(self, new: SelectorRecord) -> None:
         self._index_selector(new)
@@ -163,7 +168,7 @@ class Router:
             self._enqueue([record_key(new)], False)
 
     def selector_deleted(self, old: SelectorRecord) -> None:
-        self.selectors.remove(record_key(old))
+        self.selected.selector_changed(self.selectors.remove(record_key(old)), None)
         self._invalid.pop(record_key(old), None)
         self._enqueue([record_key(old)], False)
 
@@ -227,7 +232,7 @@ class Router:
 
     def _node_changed(self, name: str) -> None:
         keys: set[str] = set()
-        for pod in self._pods_by_node.get(name, {}).values():
+        for pod in self.pods.on_node(name):
             keys |= self.selectors.matching_keys(pod.namespace, pod.labels)
         self._enqueue(keys, True)
 

@@ -94,13 +94,13 @@ class SyncInputs(Protocol):
 
     def selector(self, key: str) -> SelectorRecord | None: ...
 
-    def pods(self, namespace: str) -> Iterable[PodRecord]: ...
+    def pods_of(self, key: str) -> Iterable[PodRecord]:
+        """The pods the selector ``key`` matches (from the selector -> pods index)."""
+        ...
 
     def nodes(self) -> Mapping[str, NodeRecord]: ...
 
     def slices(self, key: str) -> Iterable[SliceRecord]: ...
-
-
 
 
 def final_slices(existing: Iterable[SliceRecord], p: Plan) -> list[FinalSlice]:
@@ -161,10 +161,13 @@ class Syncer:
         return (COMPACTION_WRITES if quiet >= COMPACTION_QUIET else 0), quiet
 
     def _effective(
-        self, sel: SelectorRecord, cached: list[SliceRecord]
+        self, key: str, sel: SelectorRecord, cached: list[SliceRecord]
     ) -> tuple[SelectorRecord, Iterable[PodRecord]] | None:
-        """The spec to plan with, and the pods to plan from (module docstring: invalid specs)."""
-        pods = self._in.pods(sel.namespace)
+        """The spec to plan with, and the pods to plan from (module docstring: invalid specs).
+
+        The pods come from the selector -> pods index, which follows the spec the router
+        indexed: the valid one, or the last valid one of an invalid selector."""
+        pods = self._in.pods_of(key)
         if sel.error is None:
             return sel, pods
         if not sel.selector.empty:  # the last valid spec, carried by the router
@@ -189,7 +192,7 @@ class Syncer:
                          selector=key)
 
         cached = list(self._in.slices(key))
-        effective = self._effective(sel, cached)
+        effective = self._effective(key, sel, cached)
         invalid = (
             Outcome(None, REASON_INVALID_SPEC, sel.error) if sel.error is not None else None
         )
@@ -205,7 +208,7 @@ class Syncer:
         if invalid is not None:
             self._warn(sel, REASON_INVALID_SPEC, invalid.message)
         existing = [s for s in cached if not s.terminating]
-        # plan() selects the pods itself: matching here too would do it twice per sync.
+        # O(selected pods): the index hands over this selector's pods only.
         budget, quiet = self._compaction_budget(key, trigger)
         the_plan = plan(spec, pods, self._in.nodes(), existing, self._settings,
                         compaction_budget=budget)

@@ -3,8 +3,9 @@
 It decides the wire behaviour every caller shares: the client-side rate limit (one token
 bucket; a watch takes one token for its initial request only), typed errors, 429 handling
 (sleep for ``Retry-After`` and resend, for every verb, since a 429 was not processed), one
-credential refresh and retry on a 401, list pagination with a restart when a continue token
-expires, and watch streams read line by line with an inactivity watchdog.
+credential refresh and retry on a 401, lists streamed page by page (watch-cache friendly
+resourceVersion semantics, a paginated restart when a continue token expires, never an
+unpaginated fallback), and watch streams read line by line with an inactivity watchdog.
 
 Connection failures are not wrapped: callers see ``aiohttp.ClientError`` / ``OSError`` /
 ``TimeoutError``. A stalled watch raises :class:`~slicectl.kube.errors.WatchStalled`.
@@ -21,12 +22,13 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import gc
 import time
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Callable, Iterable
 from dataclasses import dataclass
 from importlib import metadata
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import aiohttp
 import orjson
@@ -41,6 +43,7 @@ from slicectl.kube.errors import (
     WatchStalled,
     error_for,
 )
+from slicectl.kube.lean import split_list, without_managed_fields
 from slicectl.kube.ratelimit import TokenBucket
 from slicectl.kube.resources import Resource, request_labels
 from slicectl.kube.watch import MAX_LINE_BYTES, WatchEvent, decode_event
@@ -67,6 +70,13 @@ def _version() -> str:
         return metadata.version("slicectl")
     except metadata.PackageNotFoundError:
         return "dev"
+
+
+class ListPage(NamedTuple):
+    items: Iterable[Any]  # decoded one by one as they are iterated (iterate once)
+    resource_version: str
+    restarted: bool  # the list started over (expired continue token): forget earlier pages
+    last: bool
 
 
 @dataclass(frozen=True)
@@ -132,30 +142,76 @@ class KubeClient:
         label_selector: str | None = None, field_selector: str | None = None,
         limit: int | None = 500, metadata_only: bool = False,
     ) -> tuple[list[dict[str, Any]], str]:
-        """All items (following continue tokens) and the list's resourceVersion."""
+        """All items (following continue tokens) and the list's resourceVersion.
+
+        Holds the whole list: for small lists only. Informers use :meth:`list_pages`.
+        """
+        items: list[dict[str, Any]] = []
+        rv = ""
+        async for page in self.list_pages(
+            res, namespace, label_selector=label_selector, field_selector=field_selector,
+            limit=limit, metadata_only=metadata_only,
+        ):
+            if page.restarted:
+                items = []
+            items.extend(page.items)
+            rv = page.resource_version
+        return items, rv
+
+    async def list_pages(
+        self, res: Resource, namespace: str | None = None, *,
+        label_selector: str | None = None, field_selector: str | None = None,
+        limit: int | None = 500, metadata_only: bool = False,
+        resource_version: str | None = None, resource_version_match: str | None = None,
+    ) -> AsyncGenerator[ListPage, None]:
+        """One LIST, page by page, holding one page at a time.
+
+        ``resource_version="0"`` (any state) or a version with ``resource_version_match=
+        "NotOlderThan"`` lets the server answer from its watch cache, as client-go's reflector
+        asks; unset is a consistent read from etcd. Continue requests carry neither (the token
+        pins the snapshot). When a continue token expires, the list starts over from the first
+        page, still paginated (``restarted`` is set on that page: drop what the earlier pages
+        said); after a few expiries :class:`Gone` is raised. There is no unpaginated fallback.
+        """
         params = _selectors(label_selector, field_selector)
+        if resource_version is not None:
+            params["resourceVersion"] = resource_version
+            if resource_version_match:
+                params["resourceVersionMatch"] = resource_version_match
         headers = {"Accept": _META_LIST if metadata_only else _JSON}
         restarts = 0
-        items: list[dict[str, Any]] = []
+        restarted = False
         token: str | None = None
+        path = res.path(namespace)
         while True:
-            page = dict(params)
-            if limit and restarts < _LIST_RESTARTS:
-                page["limit"] = str(limit)
             if token:
+                page = _selectors(label_selector, field_selector)
                 page["continue"] = token
+            else:
+                page = dict(params)
+            if limit:
+                page["limit"] = str(limit)
             try:
-                body = await self.request("GET", res.path(namespace), params=page, headers=headers)
+                raw = await self.request("GET", path, params=page, headers=headers,
+                                         raw_body=True)
             except Gone:
-                if not token:
+                if not token or restarts >= _LIST_RESTARTS:
                     raise
-                restarts, items, token = restarts + 1, [], None  # expired token: start over
+                restarts, token, restarted = restarts + 1, None, True  # expired: start over
                 continue
-            items.extend(body.get("items") or ())
+            split = split_list(raw) if raw else None
+            items: Iterable[Any]
+            if split is None:
+                body = _decode(raw) if raw else {}
+                items = body.get("items") or []
+            else:
+                body, items = split
             meta = body.get("metadata") or {}
             token = meta.get("continue") or None
+            yield ListPage(items, str(meta.get("resourceVersion") or ""), restarted, not token)
+            restarted = False
             if not token:
-                return items, str(meta.get("resourceVersion") or "")
+                return
 
     async def watch(
         self, res: Resource, namespace: str | None = None, *, resource_version: str,
@@ -206,8 +262,11 @@ class KubeClient:
                     raise WatchStalled(f"watch {path} idle for {inactivity_timeout}s") from exc
                 if not line:
                     return
+                lean = without_managed_fields(line)
                 try:
-                    event = decode_event(line, self._malformed)
+                    event = decode_event(lean, self._malformed if lean is line else _quiet)
+                    if event is None and lean is not line:  # the cut did not decode: in full
+                        event = decode_event(line, self._malformed)
                 except ApiError as exc:
                     raise self._scrub(exc) from None
                 if event is not None:
@@ -263,7 +322,7 @@ class KubeClient:
     async def request(
         self, method: str, path: str, *, params: dict[str, str] | None = None,
         json: Any = None, content_type: str | None = None, headers: dict[str, str] | None = None,
-        background: bool = False, guard: Guard | None = None,
+        background: bool = False, guard: Guard | None = None, raw_body: bool = False,
     ) -> Any:
         """Send one request (retrying 429s and one 401); the decoded body, or a typed error.
 
@@ -297,7 +356,9 @@ class KubeClient:
                 raise
             self._report(method, path, False, status, started)
             if error is None:
-                return orjson.loads(raw) if raw else None
+                if raw_body:
+                    return raw
+                return _decode(raw) if raw else None
             if isinstance(error, TooManyRequests) and throttled < _MAX_429_RETRIES:
                 throttled += 1
                 await asyncio.sleep(min(error.retry_after or 1.0, _MAX_RETRY_AFTER))
@@ -360,6 +421,30 @@ class KubeClient:
         self.malformed_lines += 1
         text = self._conn.redact(line.decode("utf-8", "replace"))
         _log.warning("watch_line_skipped", reason=self._conn.redact(why), line=text)
+
+
+def _quiet(line: bytes, why: str) -> None:
+    """A malformed-line hook for a first attempt that is retried in full."""
+
+
+_GC_PAUSE_BYTES = 256 * 1024
+
+
+def _decode(raw: bytes) -> Any:
+    """JSON -> Python; big bodies (list pages) with the cyclic GC paused meanwhile.
+
+    Decoding a 500-pod page makes ~10^5 containers; with the collector running it triggers
+    dozens of collections that each traverse the young page objects (and, as they survive,
+    older generations), tripling the decode time. Decoded JSON has no cycles, so pausing it
+    for the one C call is safe; the next allocation afterwards collects as usual.
+    """
+    if len(raw) < _GC_PAUSE_BYTES or not gc.isenabled():
+        return orjson.loads(raw)
+    gc.disable()
+    try:
+        return orjson.loads(raw)
+    finally:
+        gc.enable()
 
 
 def _selectors(label_selector: str | None, field_selector: str | None) -> dict[str, str]:

@@ -116,6 +116,11 @@ class Metrics:
             "slicectl_event_loop_lag_seconds",
             "How late the event loop woke a monitor task that slept a fixed interval",
             buckets=LOOP_LAG_BUCKETS, registry=r)
+        self.pods_cached = Gauge(
+            "slicectl_pods_cached", "Pods held in the controller's pod store", registry=r)
+        self.selectors_cached = Gauge(
+            "slicectl_selectors_cached",
+            "EndpointSelectors held in the selector index (every flavour)", registry=r)
         # Label values known up front are pre-created so dashboards see zeros, not gaps.
         for result in SYNC_RESULTS:
             self.syncs.labels(result=result)
@@ -178,6 +183,10 @@ class Metrics:
 
     def observe_loop_lag(self, seconds: float) -> None:
         self.event_loop_lag.observe(max(seconds, 0.0))
+    def set_cached(self, pods: int, selectors: int) -> None:
+        """What the caches hold: the figures that size the controller's memory."""
+        self.pods_cached.set(pods)
+        self.selectors_cached.set(selectors)
 
     def render(self) -> bytes:
         """The registry in the Prometheus text exposition format (``CONTENT_TYPE``)."""

@@ -5,7 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from slicectl.cache.index import PodIndex, SelectorIndex
+from slicectl.cache.index import SelectorIndex
+from slicectl.cache.store import PodStore
 from slicectl.model.apis import SLICECTL
 from slicectl.model.records import PodRecord, SelectorRecord
 from slicectl.model.selector import Requirement, Selector
@@ -116,14 +117,15 @@ def test_shared_label_spreads_over_distinguishing_terms() -> None:
     assert len(shared) <= 1
 
 
-def test_pod_index_follows_handler_events() -> None:
-    pods = PodIndex()
+def test_pod_store_keeps_namespaces_and_count() -> None:
+    pods = PodStore()
     a, b = make_pod("a", {"app": "x"}), make_pod("b", {}, namespace="ns2")
-    pods.on_add(a)
-    pods.on_add(b)
+    pods.put(a.key, a)
+    pods.put(b.key, b)
     a2 = make_pod("a", {"app": "y"}, rv="2")
-    pods.on_update(a, a2)
-    assert list(pods.in_namespace("ns1")) == [a2]
-    pods.on_delete(b)
-    assert list(pods.in_namespace("ns2")) == []
+    assert pods.put(a2.key, a2) is a
+    assert list(pods.in_namespace("ns1").values()) == [a2]
+    assert pods.pop(b.key) is b
+    assert list(pods.in_namespace("ns2").values()) == []
     assert len(pods) == 1
+    assert sorted(pods.keys_in(None)) == ["ns1/a"]

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from slicectl.cache.informer import FanOut, Informer
+from slicectl.kube.client import ListPage
 from slicectl.kube.errors import Gone, ServerError
 from slicectl.kube.resources import PODS
 from slicectl.kube.watch import WatchEvent
@@ -35,8 +36,9 @@ class ScriptedClient:
         self.watch_versions: list[str] = []
         self.idle = asyncio.Event()
 
-    async def list(self, *args: Any, **kwargs: Any) -> tuple[list[Any], str]:
-        return self.lists.pop(0)
+    async def list_pages(self, *args: Any, **kwargs: Any) -> AsyncIterator[ListPage]:
+        items, rv = self.lists.pop(0)
+        yield ListPage(items, rv, False, True)
 
     async def watch(self, *args: Any, resource_version: str, **kw: Any) -> AsyncIterator[Any]:
         self.watch_versions.append(resource_version)

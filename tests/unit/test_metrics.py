@@ -29,6 +29,8 @@ OWN = {
     "slicectl_status_writes": "counter",
     "slicectl_selectors": "gauge",
     "slicectl_event_loop_lag_seconds": "histogram",
+    "slicectl_pods_cached": "gauge",
+    "slicectl_selectors_cached": "gauge",
 }
 
 
@@ -80,6 +82,7 @@ def test_hooks_increment() -> None:
     m.set_leader(True)
     m.status_write()
     m.set_selectors(3)
+    m.set_cached(150_000, 3)
     s = samples(m)
     api = (("code", "409"), ("resource", "endpointslices"), ("verb", "patch"))
     assert s[("slicectl_api_requests_total", api)] == 2
@@ -97,6 +100,8 @@ def test_hooks_increment() -> None:
     assert s[("slicectl_leader", ())] == 1
     assert s[("slicectl_status_writes_total", ())] == 1
     assert s[("slicectl_selectors", ())] == 3
+    assert s[("slicectl_pods_cached", ())] == 150_000
+    assert s[("slicectl_selectors_cached", ())] == 3
 
 
 def test_registries_are_independent() -> None:

@@ -49,3 +49,28 @@ async def test_a_failed_write_is_dropped_and_later_writes_still_go() -> None:
     pub.submit("k", SEL, {"n": 2})
     await asyncio.wait_for(pub.flush(), timeout=5)
     assert calls == [1, 2]
+
+
+async def test_a_takeover_burst_is_sent_by_a_bounded_pool_in_submission_order() -> None:
+    gate = asyncio.Event()
+    in_flight = peak = 0
+    order: list[str] = []
+
+    async def write(sel: SelectorRecord, patch: dict[str, Any]) -> None:
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        order.append(patch["key"])
+        await gate.wait()
+        in_flight -= 1
+
+    pub = StatusPublisher(write, senders=3)
+    keys = [f"k{i}" for i in range(1000)]
+    for key in keys:  # 1000 selectors synced at once after a takeover
+        pub.submit(key, SEL, {"key": key})
+    await asyncio.sleep(0)
+    assert len(pub._tasks) == 3  # not one task per selector
+    gate.set()
+    await asyncio.wait_for(pub.flush(), timeout=10)
+    assert peak == 3
+    assert order == keys  # started in submission order

@@ -2,11 +2,20 @@
 
 Pods keep only what decides an endpoint: IPs (canonical, invalid ones dropped), readiness,
 deletion, node, hostname/subdomain and the named container ports in lookup order (containers,
-then restartable init containers). Slices keep what decides whether a write is needed.
+then restartable init containers), plus the Ready condition's lastTransitionTime. Slices keep
+what decides whether a write is needed.
+
+Pods are held by the hundred thousand, so their parse also decides sharing: repeated strings are
+interned (namespace, phase, node, hostname, subdomain, timestamps, label keys and values), and
+identical label maps and container-port tuples are one object (the pods of one ReplicaSet carry
+the same labels and ports). Shared maps are never mutated (records are immutable).
 """
 
 from __future__ import annotations
 
+import socket
+import sys
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -49,7 +58,179 @@ def _container_ports(containers: list[Any], what: str) -> list[ContainerPort]:
     return out
 
 
+class SharedLabels(dict[str, str]):
+    """A label map shared by every pod that carries exactly these labels (weakly cached)."""
+
+    __slots__ = ("__weakref__",)
+
+
+_LABELS: weakref.WeakValueDictionary[tuple[tuple[str, str], ...], SharedLabels] = (
+    weakref.WeakValueDictionary()
+)
+_PORTS: dict[tuple[ContainerPort, ...], tuple[ContainerPort, ...]] = {}
+_PORTS_MAX = 4096
+_NO_LABELS = SharedLabels()
+_intern = sys.intern
+_pton, _ntop, _AF_INET = socket.inet_pton, socket.inet_ntop, socket.AF_INET
+
+
+def shared_labels(value: Any, what: str) -> Mapping[str, str]:
+    """``metadata.labels`` as a shared, interned map (see the module docstring)."""
+    if not value and (value is None or isinstance(value, Mapping)):
+        return _NO_LABELS
+    items = tuple(obj(value, what).items())
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in items):
+        raise ParseError(f"{what} must map strings to strings")
+    found = _LABELS.get(items)
+    if found is not None:
+        return found
+    labels = SharedLabels((_intern(k), _intern(v)) for k, v in items)
+    _LABELS[tuple(labels.items())] = labels
+    return labels
+
+
+def _shared_ports(ports: list[ContainerPort]) -> tuple[ContainerPort, ...]:
+    key = tuple(ports)
+    found = _PORTS.get(key)
+    if found is None:
+        if len(_PORTS) >= _PORTS_MAX:
+            _PORTS.clear()
+        found = _PORTS[key] = key
+    return found
+
+
+def _interned(value: Any, what: str) -> str:
+    return _intern(string(value, what))
+
+
 def parse_pod(raw: Any) -> PodRecord:
+    """A pod record; the hot path of the watch and of every relist (see :func:`_fast_pod`)."""
+    return _fast_pod(raw) or _checked_pod(raw)
+
+
+_RawPort = tuple[str, int, str]
+_FAST_PORTS: dict[tuple[_RawPort, ...], tuple[ContainerPort, ...]] = {}
+
+
+def _fast_ports(containers: Any, sidecars_of: Any, out: list[_RawPort]) -> bool:
+    """Append the usable named ports of well-formed containers; False on any odd shape."""
+    if containers is None:
+        return True
+    if type(containers) is not list:
+        return False
+    for c in containers:
+        if type(c) is not dict:
+            return False
+        if sidecars_of and c.get("restartPolicy") != "Always":
+            continue
+        ports = c.get("ports")
+        if ports is None:
+            continue
+        if type(ports) is not list:
+            return False
+        for port in ports:
+            if type(port) is not dict:
+                return False
+            name, number, protocol = port.get("name"), port.get("containerPort"), port.get(
+                "protocol")
+            if type(name) is not str or type(number) is not int or not (
+                protocol is None or type(protocol) is str
+            ):
+                return False
+            if name and 0 < number < 65536:
+                out.append((name, number, protocol or "TCP"))
+    return True
+
+
+def _fast_pod(raw: Any) -> PodRecord | None:
+    """The common, well-formed pod without the generic helpers' checks (4x cheaper).
+
+    Any shape it does not expect (a missing section, a wrong type, a non-canonical IPv4, an
+    IPv6 address, a label map seen for the first time) returns None, and :func:`_checked_pod`
+    decides, with its errors and degradations; on what it accepts both give equal records.
+    """
+    if type(raw) is not dict:
+        return None
+    meta, spec, status = raw.get("metadata"), raw.get("spec"), raw.get("status")
+    if type(meta) is not dict or type(spec) is not dict or type(status) is not dict:
+        return None
+    get = meta.get
+    name, namespace, uid = get("name"), get("namespace"), get("uid")
+    rv, created, labels_raw = get("resourceVersion"), get("creationTimestamp"), get("labels")
+    if not (type(name) is str and name and type(namespace) is str and namespace
+            and type(uid) is str and uid and type(rv) is str and type(created) is str):
+        return None
+    if labels_raw is None or labels_raw == {}:
+        labels: Mapping[str, str] | None = _NO_LABELS
+    elif type(labels_raw) is dict:
+        try:
+            labels = _LABELS.get(tuple(labels_raw.items()))
+        except TypeError:  # an unhashable value
+            return None
+    else:
+        return None
+    if labels is None:
+        return None
+    get = status.get
+    phase, pod_ips, conditions = get("phase"), get("podIPs"), get("conditions")
+    ips: list[str] = []
+    if pod_ips is not None:
+        if type(pod_ips) is not list:
+            return None
+        for entry in pod_ips:
+            ip = entry.get("ip") if type(entry) is dict else None
+            if type(ip) is not str or ":" in ip:
+                return None
+            try:
+                if _ntop(_AF_INET, _pton(_AF_INET, ip)) != ip:
+                    return None
+            except OSError:
+                return None
+            if ip not in ips:
+                ips.append(ip)
+    ready, ready_transition = False, None
+    if conditions is not None:
+        if type(conditions) is not list:
+            return None
+        for cond in conditions:
+            if type(cond) is dict and cond.get("type") == "Ready":
+                ready = cond.get("status") == "True"
+                when = cond.get("lastTransitionTime")
+                ready_transition = _intern(when) if type(when) is str and when else None
+    get = spec.get
+    node, hostname, subdomain = get("nodeName"), get("hostname"), get("subdomain")
+    if not all(v is None or type(v) is str for v in (phase, node, hostname, subdomain)):
+        return None
+    raw_ports: list[_RawPort] = []
+    if not (_fast_ports(get("containers"), False, raw_ports)
+            and _fast_ports(get("initContainers"), True, raw_ports)):
+        return None
+    port_key = tuple(raw_ports)
+    ports = _FAST_PORTS.get(port_key)
+    if ports is None:
+        if len(_FAST_PORTS) >= _PORTS_MAX:
+            _FAST_PORTS.clear()
+        ports = _FAST_PORTS[port_key] = _shared_ports([ContainerPort(*p) for p in raw_ports])
+    return PodRecord(
+        namespace=_intern(namespace),
+        name=name,
+        uid=uid,
+        resource_version=rv,
+        labels=labels,
+        phase=_intern(phase) if phase else "",
+        pod_ips=tuple(ips),
+        ready=ready,
+        ready_transition=ready_transition,
+        terminating=meta.get("deletionTimestamp") is not None,
+        node_name=_intern(node) if node else "",
+        hostname=_intern(hostname) if hostname else "",
+        subdomain=_intern(subdomain) if subdomain else "",
+        container_ports=ports,
+        creation_timestamp=_intern(created),
+    )
+
+
+def _checked_pod(raw: Any) -> PodRecord:
     meta, label = identity(raw, "Pod")
     spec = obj(raw.get("spec"), f"{label} spec")
     status = obj(raw.get("status"), f"{label} status")
@@ -63,7 +244,7 @@ def parse_pod(raw: Any) -> PodRecord:
         if isinstance(cond, Mapping) and cond.get("type") == "Ready":
             ready = cond.get("status") == "True"
             when = cond.get("lastTransitionTime")
-            ready_transition = when if isinstance(when, str) and when else None
+            ready_transition = _intern(when) if isinstance(when, str) and when else None
     containers = list_of(spec.get("containers"), f"{label} spec.containers")
     sidecars = [
         c
@@ -73,21 +254,21 @@ def parse_pod(raw: Any) -> PodRecord:
     ports = _container_ports(containers, f"{label} spec.containers")
     ports += _container_ports(sidecars, f"{label} spec.initContainers")
     return PodRecord(
-        namespace=meta["namespace"],
+        namespace=_intern(meta["namespace"]),
         name=meta["name"],
         uid=meta["uid"],
         resource_version=string(meta.get("resourceVersion"), f"{label} resourceVersion"),
-        labels=str_map(meta.get("labels"), f"{label} metadata.labels"),
-        phase=string(status.get("phase"), f"{label} status.phase"),
+        labels=shared_labels(meta.get("labels"), f"{label} metadata.labels"),
+        phase=_interned(status.get("phase"), f"{label} status.phase"),
         pod_ips=tuple(ips),
         ready=ready,
         ready_transition=ready_transition,
         terminating=meta.get("deletionTimestamp") is not None,
-        node_name=string(spec.get("nodeName"), f"{label} spec.nodeName"),
-        hostname=string(spec.get("hostname"), f"{label} spec.hostname"),
-        subdomain=string(spec.get("subdomain"), f"{label} spec.subdomain"),
-        container_ports=tuple(ports),
-        creation_timestamp=string(meta.get("creationTimestamp"), f"{label} creationTimestamp"),
+        node_name=_interned(spec.get("nodeName"), f"{label} spec.nodeName"),
+        hostname=_interned(spec.get("hostname"), f"{label} spec.hostname"),
+        subdomain=_interned(spec.get("subdomain"), f"{label} spec.subdomain"),
+        container_ports=_shared_ports(ports),
+        creation_timestamp=_interned(meta.get("creationTimestamp"), f"{label} creationTimestamp"),
     )
 
 
