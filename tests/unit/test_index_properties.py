@@ -67,6 +67,9 @@ class SelectedPodsMachine(RuleBasedStateMachine):
         self.router = Router(NullQueue(), SliceTracker(), (SLICECTL,), 0.0)  # type: ignore[arg-type]
         self.pods: dict[tuple[str, str], PodRecord] = {}
         self.selectors: dict[tuple[str, str], SelectorRecord] = {}
+        # The spec each selector is served with: its own, or for an invalid one the last valid
+        # spec it had (the router keeps serving that one's pods); None: nothing.
+        self.effective: dict[tuple[str, str], Selector | None] = {}
         self.rv = 0
 
     def _next_rv(self) -> int:
@@ -109,6 +112,10 @@ class SelectedPodsMachine(RuleBasedStateMachine):
         else:
             new = a_selector(name, ns, selector, invalid and name == "s0", self._next_rv())
         self.selectors[(ns, name)] = new
+        if new.error is None:
+            self.effective[(ns, name)] = new.selector
+        elif old is None:
+            self.effective[(ns, name)] = None
         if old is None:
             self.router.selector_added(new)
         else:
@@ -117,6 +124,7 @@ class SelectedPodsMachine(RuleBasedStateMachine):
     @rule(ns=st.sampled_from(NAMESPACES), name=st.sampled_from(SELECTOR_NAMES))
     def delete_selector(self, ns: str, name: str) -> None:
         old = self.selectors.pop((ns, name), None)
+        self.effective.pop((ns, name), None)
         if old is not None:
             self.router.selector_deleted(old)
 
@@ -129,11 +137,12 @@ class SelectedPodsMachine(RuleBasedStateMachine):
 
     def _check(self, sel: SelectorRecord) -> None:
         got = list(self.router.pods_of(record_key(sel)))
-        if sel.error is not None:
+        spec = self.effective[(sel.namespace, sel.name)]
+        if spec is None:
             assert got == []
             return
         expected = {name for (ns, name), pod in self.pods.items()
-                    if ns == sel.namespace and sel.selector.matches(pod.labels)}
+                    if ns == sel.namespace and spec.matches(pod.labels)}
         assert sorted(p.name for p in got) == sorted(expected)
         for pod in got:  # the very records the store holds, never a stale copy
             assert pod is self.pods[(pod.namespace, pod.name)]
