@@ -40,7 +40,9 @@ def without_managed_fields(raw: bytes) -> bytes:
     end = raw.find(_END, start)
     if end < 0:
         return raw
-    if _READ_KEYS.search(raw, start, end):
+    # Keys after managedFields would follow its last entry: only that tail needs the check.
+    last_entry = raw.rfind(b'{"manager":', start, end)
+    if _READ_KEYS.search(raw, last_entry if last_entry > 0 else start, end):
         return raw
     return raw[:start] + raw[end + 1:]
 

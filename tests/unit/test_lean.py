@@ -36,6 +36,13 @@ def test_managed_fields_cut_when_last_and_kept_otherwise() -> None:
     assert orjson.loads(without_managed_fields(raw)) == stripped(pod("a"))
     first = orjson.dumps(pod("b", managed_last=False))  # labels after it: no cut
     assert without_managed_fields(first) is first
+    middle = pod("m")
+    meta = middle["metadata"]
+    del meta["labels"]  # managedFields, then keys slicectl reads, then an array: no cut
+    middle["metadata"] = {**meta, "labels": {"app": "x"}, "finalizers": ["f"]}
+    raw_middle = orjson.dumps(middle)
+    assert raw_middle.find(b'"finalizers":["f"]},"spec":{') > 0
+    assert without_managed_fields(raw_middle) is raw_middle
     event = orjson.dumps({"type": "MODIFIED", "object": pod("c")})
     assert orjson.loads(without_managed_fields(event))["object"] == stripped(pod("c"))
     assert loads_lean(raw) == stripped(pod("a"))
