@@ -47,7 +47,7 @@ from typing import Any
 from slicectl.controller.controller import Controller, ControllerConfig
 from slicectl.kube.client import ClientSettings, KubeClient
 from slicectl.kube.errors import AlreadyExists
-from slicectl.kube.resources import NAMESPACES, NODES, PODS, Resource
+from slicectl.kube.resources import NAMESPACES, PODS, Resource
 from slicectl.obs.metrics import Metrics
 
 ESEL = Resource("slicectl.io", "v1alpha1", "endpointselectors", True, "EndpointSelector")
@@ -610,23 +610,25 @@ async def load_over_http(kubeconfig: str, size: Size) -> int:
             with contextlib.suppress(AlreadyExists):
                 await client.create(NAMESPACES, {"metadata": {"name": ns}})
         factory = PodFactory()
-        sem = asyncio.Semaphore(64)
+        sem = asyncio.Semaphore(64)  # requests in flight; also bounds the tasks alive
         count = 0
 
         async def create(res: Resource, obj: dict[str, Any]) -> None:
             nonlocal count
-            async with sem:
+            try:
                 meta = obj["metadata"]
-                for k in ("uid", "creationTimestamp", "managedFields", "generation"):
-                    meta.pop(k, None)
+                for k in ("uid", "resourceVersion", "creationTimestamp", "managedFields",
+                          "generation"):
+                    meta.pop(k, None)  # the server sets these (and its own managedFields)
                 status = obj.pop("status", None)
                 with contextlib.suppress(AlreadyExists):
                     await client.create(res, obj, meta["namespace"])
                 if res is PODS and status is not None:
-                    with contextlib.suppress(Exception):
-                        await client.patch(PODS, meta["name"], {"status": status},
-                                           meta["namespace"], subresource="status")
+                    await client.patch(PODS, meta["name"], {"status": status},
+                                       meta["namespace"], subresource="status")
                 count += res is PODS
+            finally:
+                sem.release()
 
         async with asyncio.TaskGroup() as tg:
             for d in deployments:
@@ -635,11 +637,10 @@ async def load_over_http(kubeconfig: str, size: Size) -> int:
                     pod["spec"] = {**pod["spec"]}
                     pod["spec"].pop("nodeName", None)  # leave scheduling to the cluster
                     await sem.acquire()
-                    sem.release()
                     tg.create_task(create(PODS, pod))
                 if d.selected:
+                    await sem.acquire()
                     tg.create_task(create(ESEL, selector_object(d)))
-        _ = NODES
         return count
 
 
