@@ -55,7 +55,7 @@ def a_pod(name: str, namespace: str, labels: dict[str, str], node: str, rv: int)
 class NullQueue:
     """The router's queue, minus the event loop a WorkQueue needs: keys are not checked here."""
 
-    def add(self, key: str, delay: float = 0.0, changed_at: float | None = None) -> None:
+    def add(self, key: str, delay: float = 0.0, **kwargs: object) -> None:
         pass
 
 
