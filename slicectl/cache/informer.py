@@ -230,7 +230,9 @@ class Informer(Generic[T]):
     async def _list_pages(self, rv_arg: str | None, match: str | None) -> None:
         started = time.monotonic()
         store = self.store
-        seen: set[str] = set()  # listed now, parsed or not (a malformed one keeps its record)
+        # id() of the stored record of every key listed now (the old one when unchanged; a
+        # malformed object keeps its record): ints, not key strings, to keep the peak low.
+        kept: set[int] = set()
         changed = 0
         rv = ""
         slice_start = time.monotonic()
@@ -243,7 +245,7 @@ class Informer(Generic[T]):
         async with contextlib.aclosing(pages):
             async for page in pages:
                 if page.restarted:
-                    seen.clear()
+                    kept.clear()
                 rv = page.resource_version
                 for i, raw in enumerate(page.items):  # decoded one by one as we go
                     if i % _CHECK_EVERY == 0 and time.monotonic() - slice_start > _SLICE:
@@ -252,14 +254,16 @@ class Informer(Generic[T]):
                     record = self._parse_or_skip(raw)
                     if record is None:
                         raw_key = object_key(raw) if isinstance(raw, dict) else None
-                        if raw_key is not None:
-                            seen.add(raw_key)
+                        current = store.get(raw_key) if raw_key is not None else None
+                        if current is not None:
+                            kept.add(id(current))
                         continue
                     k = self._key(record)
-                    seen.add(k)
                     old = store.get(k)
                     if old is not None and old.resource_version == record.resource_version:
+                        kept.add(id(old))
                         continue
+                    kept.add(id(record))
                     store.put(k, record)
                     changed += 1
                     self._notify("ADDED" if old is None else "MODIFIED", old, record)
@@ -267,10 +271,13 @@ class Informer(Generic[T]):
                 await asyncio.sleep(0)
                 slice_start = time.monotonic()
         deleted = 0
-        for i, k in enumerate(store.keys_in(self._namespace)):
+        for i, stored in enumerate(store.values_in(self._namespace)):
             if i % (_CHECK_EVERY * 64) == 0:
                 await asyncio.sleep(0)
-            if k not in seen and (old_record := store.pop(k)) is not None:
+            if id(stored) in kept:
+                continue
+            k = self._key(stored)
+            if store.get(k) is stored and (old_record := store.pop(k)) is not None:
                 deleted += 1
                 self._notify("DELETED", old_record, None)
         if self.stats.lists:
@@ -278,7 +285,7 @@ class Informer(Generic[T]):
         self.stats.lists += 1
         self._rv = self._listed_rv = rv
         self._log.info(
-            "informer_listed", items=len(seen), added_or_updated=changed, deleted=deleted,
+            "informer_listed", items=len(kept), added_or_updated=changed, deleted=deleted,
             resource_version=rv,
         )
         if self._on_listed is not None:

@@ -60,6 +60,13 @@ class Store(Generic[T]):
         prefix = namespace + "/"
         return [k for k in self._items if k.startswith(prefix)]
 
+    def values_in(self, namespace: str | None) -> list[T]:
+        """The records of one namespace (all for None), as a list the caller may outlive."""
+        if not namespace:
+            return list(self._items.values())
+        prefix = namespace + "/"
+        return [v for k, v in self._items.items() if k.startswith(prefix)]
+
     def values(self) -> ValuesView[T]:
         return self._items.values()
 
@@ -137,6 +144,11 @@ class PodStore(Store[PodRecord]):
         if not namespace:
             return list(self)
         return [f"{namespace}/{name}" for name in self._by_ns.get(namespace, ())]
+
+    def values_in(self, namespace: str | None) -> list[PodRecord]:
+        if not namespace:
+            return list(self._all())
+        return list(self._by_ns.get(namespace, {}).values())
 
     def as_mapping(self) -> Mapping[str, PodRecord]:
         return MappingProxyType(dict(self.items()))
