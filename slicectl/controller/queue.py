@@ -18,6 +18,11 @@ explicit because every one of them prevents a production bug:
   without such a stream puts the window back to W, and so does any removal at once; so
   replacements (a rollout removes as many as it adds), scale-downs and independent changes
   keep the short window. 0 means no batching;
+* ``add(..., min_interval=M)`` holds a key until M seconds after its last sync started (at once
+  if it has not been synced that long): syncs caused by someone else's slice changes use it, as
+  upstream's ``endpointSliceChangeMinSyncDelay`` does, so a repair that is undone each time (a
+  selector deleted while its watch lags: the garbage collector deletes every slice recreated
+  for it) costs one write per M, not a hot loop;
 * failures retry with per-key exponential backoff (floor 1 s, as upstream moved to because 5 ms
   hammered a failing API server; cap 5 min) under a global token bucket, and a key is never
   dropped however often it fails (upstream gives up after 15 tries and leaves stale slices
@@ -45,6 +50,7 @@ STREAM_SYNCS = 3  # streaming syncs in a row (without a removal) that make a str
 STREAM_GROWTH = 4.0  # a streaming key's window grows by this factor per sync ...
 STREAM_MAX_WINDOW = 1.0  # ... up to this many seconds (or the base window, if that is larger)
 _EDGE_PRUNE_EVERY = 1024  # gets between sweeps of the per-key batching state
+_LAST_START_KEEP = 60.0  # seconds a key's last sync start is remembered for ``min_interval``
 
 
 @dataclass(slots=True)
@@ -113,6 +119,7 @@ class WorkQueue:
         self._oldest_change: dict[str, float] = {}  # key -> wall time of oldest unsynced change
         self._in_flight_change: dict[str, float] = {}
         self._edges: dict[str, _Edge] = {}  # leading-edge batching state per key
+        self._last_start: dict[str, float] = {}  # key -> loop time its last sync started
         self._gets = 0
         self._wakeup = asyncio.Event()
         self._idle = asyncio.Event()
@@ -124,7 +131,7 @@ class WorkQueue:
 
     def add(
         self, key: str, delay: float = 0.0, *, changed_at: float | None = None,
-        batch: float | None = None, removal: bool = False,
+        batch: float | None = None, removal: bool = False, min_interval: float = 0.0,
     ) -> None:
         """Schedule ``key`` ``delay`` seconds from now (earlier schedules win).
 
@@ -134,6 +141,7 @@ class WorkQueue:
         ``batch`` (seconds) asks for leading-edge batching instead of a fixed delay: at once if
         the key has not been synced within its window, else at its last sync + the window.
         ``removal`` marks a change that removes (or unreadies) an endpoint: no growing stream.
+        ``min_interval`` (seconds) holds the key until that long after its last sync started.
         """
         if self._shutdown:
             return
@@ -153,6 +161,8 @@ class WorkQueue:
             if removal:  # a removal never waits for a window grown for additions
                 edge.removal, edge.window, edge.streak = True, edge.base, 0
             delay = max(delay, edge.last_sync + edge.window - now)
+        if min_interval > 0:
+            delay = max(delay, self._last_start.get(key, -math.inf) + min_interval - now)
         ready = now + max(0.0, delay)
         if key in self._processing:
             cur = self._dirty.get(key)
@@ -252,6 +262,7 @@ class WorkQueue:
         edge = self._edges.get(key)
         if edge is not None:
             edge.synced(now)
+        self._last_start[key] = now
         self._gets += 1
         if self._gets % _EDGE_PRUNE_EVERY == 0:  # forget keys quiet for longer than a window
             stale = [k for k, e in self._edges.items()
@@ -259,6 +270,9 @@ class WorkQueue:
                      and k not in self._dirty and k not in self._processing]
             for k in stale:
                 del self._edges[k]
+            old = [k for k, t in self._last_start.items() if now - t > _LAST_START_KEEP]
+            for k in old:
+                del self._last_start[k]
 
     def _schedule(self, key: str, ready: float) -> None:
         self._idle.clear()

@@ -42,6 +42,11 @@ from slicectl.controller.tracker import SliceTracker
 from slicectl.model.records import NodeRecord, PodRecord, SelectorRecord, SelectorRef, SliceRecord
 from slicectl.model.timefmt import parse_rfc3339
 
+# Syncs caused by someone else's slice changes start at most once per this many seconds per
+# selector (upstream's endpointSliceChangeMinSyncDelay): the first repair is immediate, and a
+# repair that keeps being undone (garbage collection racing a lagging selector watch) is bounded.
+REPAIR_MIN_INTERVAL = 1.0
+
 
 def selector_key(ref: SelectorRef, namespace: str, name: str) -> str:
     return f"{ref.group}/{namespace}/{name}"
@@ -101,15 +106,20 @@ class Router:
         return self.selected.pods_of(key)
 
     def _enqueue(self, keys: Iterable[str], batch: bool, changed_at: float | None = None,
-                 removal: bool = True) -> None:
+                 removal: bool = True, repair: bool = False) -> None:
         """Queue ``keys``: leading-edge batched for ``batch`` (pod, node, slice events), at once
         otherwise; ``changed_at`` is the change's trigger time (default: now); only changes
-        that cannot remove an endpoint (``removal=False``) may grow a key's batch window."""
+        that cannot remove an endpoint (``removal=False``) may grow a key's batch window.
+        A ``repair`` (someone else changed or deleted our slices) waits until
+        ``REPAIR_MIN_INTERVAL`` after the key's last sync, so a repair undone each time cannot
+        loop."""
         now = time.time()
         when = now if changed_at is None else min(changed_at, now)
         window = self.batch_period if batch else None
+        hold = REPAIR_MIN_INTERVAL if repair else 0.0
         for key in keys:
-            self.queue.add(key, changed_at=when, batch=window, removal=removal)
+            self.queue.add(key, changed_at=when, batch=window, removal=removal,
+                           min_interval=hold)
 
     # -- pods -------------------------------------------------------------------------------
 
@@ -205,7 +215,7 @@ class Router:
 
     def slice_added(self, new: SliceRecord) -> None:
         keys = self._store_slice(new)
-        self._enqueue([k for k in keys if self.tracker.observe(k, new)], True)
+        self._enqueue([k for k in keys if self.tracker.observe(k, new)], True, repair=True)
         self._wake_waiting(keys)
 
     def slice_updated(self, old: SliceRecord, new: SliceRecord) -> None:
@@ -215,12 +225,13 @@ class Router:
         for key in moved:
             self.tracker.observe_deletion(key, old.uid)
         changed = [k for k in keys if self.tracker.observe(k, new)]
-        self._enqueue([*changed, *moved], True)
+        self._enqueue([*changed, *moved], True, repair=True)
         self._wake_waiting(keys)
 
     def slice_deleted(self, old: SliceRecord) -> None:
         keys = self._drop_slice(old.uid) or self._keys_for_slice(old)
-        self._enqueue([k for k in keys if self.tracker.observe_deletion(k, old.uid)], False)
+        self._enqueue([k for k in keys if self.tracker.observe_deletion(k, old.uid)], False,
+                      repair=True)
         self._wake_waiting(keys)
 
     def slices_relisted(self, namespace: str | None, listed_at: float) -> None:

@@ -181,9 +181,6 @@ async def test_slice_deleted_during_a_watch_gap_ending_in_410(tmp_path: Path,
                    converge=took))
 
 
-@pytest.mark.xfail(strict=True, reason="found by this suite, not in issue 8's list: a selector "
-                   "deleted while its watch lags gets its garbage-collected slices recreated in "
-                   "a hot loop (no batching or backoff) until the watch catches up")
 async def test_selector_deleted_while_its_watch_lags(tmp_path: Path, sizes: Sizes) -> None:
     """The API server deletes a selector's slices (garbage collection) before slicectl's selector
     watch shows the deletion: slicectl may recreate them, but not in a loop."""

@@ -273,3 +273,21 @@ async def test_a_removal_cuts_a_grown_window_back_at_once() -> None:
     started = loop.time()
     await asyncio.wait_for(q.get(), timeout=5)
     assert loop.time() - started < 4.0, "waited for the base window, not the grown one"
+
+
+async def test_min_interval_holds_a_repair_until_after_the_last_sync_but_not_a_quiet_key() -> None:
+    q = WorkQueue()
+    loop = asyncio.get_running_loop()
+    q.add("k", min_interval=0.3)  # never synced: at once
+    key, _, _ = await asyncio.wait_for(q.get(), timeout=5)
+    started = loop.time()
+    q.done(key)
+    q.add("k", min_interval=0.3)  # a repair right after a sync: held back ...
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(q.get(), timeout=0.05)
+    await asyncio.wait_for(q.get(), timeout=5)  # ... until the interval from the sync start
+    assert loop.time() - started >= 0.3 - 0.01
+    q.done("k")
+    q.add("other", min_interval=0.3)  # the interval is per key
+    key, _, _ = await asyncio.wait_for(q.get(), timeout=0.2)
+    assert key == "other"
