@@ -24,7 +24,16 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.apiserver import EmbeddedServer
-from benchmarks.contenders import BATCH_ZERO, DEFAULTS, NAIVE, SWEEP, Contender, batch_contender
+from benchmarks.baselines.upstream import UpstreamPlan
+from benchmarks.contenders import (
+    BATCH_ZERO,
+    DEFAULTS,
+    NAIVE,
+    SWEEP,
+    UPSTREAM,
+    Contender,
+    batch_contender,
+)
 from benchmarks.driver import MAX_PER_SLICE, ensure_nodes, heartbeat
 from benchmarks.report import other_results, plots, table
 from benchmarks.runner import Context, run_one
@@ -46,12 +55,14 @@ def machine() -> dict[str, Any]:
             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 
 
-CONTENDERS = ("defaults", "batch0", "naive", "sweep")
+CONTENDERS = ("defaults", "batch0", "naive", "sweep", "upstream")
+DEFAULT_CONTENDERS = frozenset(CONTENDERS) - {"upstream"}  # upstream only when asked for
 
 
 def contenders(sweep: bool, chosen: set[str]) -> list[Contender]:
     """The controllers to run: ``chosen`` among CONTENDERS (the sweep only where it applies)."""
-    out = [c for name, c in (("defaults", DEFAULTS), ("batch0", BATCH_ZERO), ("naive", NAIVE))
+    out = [c for name, c in (("defaults", DEFAULTS), ("batch0", BATCH_ZERO), ("naive", NAIVE),
+                             ("upstream", UPSTREAM))
            if name in chosen]
     if sweep and "sweep" in chosen:
         out += [batch_contender(w) for w in SWEEP if w != 0.0]
@@ -85,6 +96,17 @@ async def run(args: argparse.Namespace) -> int:
     rates: dict[str, float] = {}
     say = print
     host = machine()  # before the run: its load average is the one the run started with
+    chosen = set(args.controllers)
+    upstream: UpstreamPlan | None = None
+    if "upstream" in chosen and names:
+        plan = UpstreamPlan.resolve(args.kubeconfig, args.context, args.kcm_binary,
+                                    args.kcm_kubeconfig)
+        if isinstance(plan, str):
+            say(plan)
+            chosen.discard("upstream")
+        else:
+            upstream = plan
+            say(f"upstream: {plan.note}")
     server = None if args.kubeconfig or not names else EmbeddedServer()
     try:
         if names:
@@ -92,11 +114,13 @@ async def run(args: argparse.Namespace) -> int:
             client = await KubeClient.connect(kubeconfig, args.context,
                                               ClientSettings(qps=100_000.0, burst=1000))
             async with client:
-                await apply_crd(client, crd_manifest())
+                if chosen - {"upstream"}:  # the Services of upstream's runs need no CRD
+                    await apply_crd(client, crd_manifest())
                 created = await ensure_nodes(client)
                 beat = asyncio.create_task(heartbeat(client)) if server is None else None
                 ctx = Context(client, kubeconfig, args.context, server, out,
-                              60.0 if args.quick else 180.0, say)
+                              60.0 if args.quick else 180.0, say, upstream,
+                              args.namespace_prefix)
                 try:
                     for name in names:
                         scenario = SCENARIOS[name](sizes)
@@ -104,7 +128,7 @@ async def run(args: argparse.Namespace) -> int:
                         if scenario.sweep:
                             slices = len(scenario.selectors) * -(-sizes.pods // MAX_PER_SLICE)
                             rates[name] = sizes.flap_rate / slices
-                        for who in contenders(scenario.sweep, args.controllers):
+                        for who in contenders(scenario.sweep, chosen):
                             record = await run_one(ctx, scenario, who)
                             rows.append(record)
                             say(table([record]).splitlines()[-1])
@@ -122,6 +146,7 @@ async def run(args: argparse.Namespace) -> int:
         others["big-cluster"] = await big_cluster(args.kubeconfig, args.quick, out)
         say(json.dumps(others["big-cluster"], default=str)[:2000])
     meta = {"command": shlex.join(sys.orig_argv), "quick": args.quick,
+            "upstream": upstream.note if upstream else None,
             "cluster": args.kubeconfig or "embedded API server (subprocess)",
             "machine": host, "sizes": sizes.__dict__,
             "load_avg_at_end": os.getloadavg()}
@@ -166,8 +191,17 @@ def main() -> int:
     r.add_argument("--context", help="kubeconfig context")
     r.add_argument("--quick", action="store_true", help="small sizes (a CI smoke run)")
     r.add_argument("--out", required=True, type=Path, help="directory for results and plots")
-    r.add_argument("--controllers", type=controller_names, default=set(CONTENDERS),
-                   help="comma-separated subset of " + ",".join(CONTENDERS) + " (default: all)")
+    r.add_argument("--controllers", type=controller_names, default=set(DEFAULT_CONTENDERS),
+                   help="comma-separated subset of " + ",".join(CONTENDERS)
+                   + " (default: all but upstream)")
+    r.add_argument("--kcm-binary", default=os.environ.get("SLICECTL_BENCH_KCM"),
+                   help="kube-controller-manager binary for the upstream contender, used when "
+                   "no kube-controller-manager serving the cluster runs the endpointslice "
+                   "controller already (default: $SLICECTL_BENCH_KCM)")
+    r.add_argument("--kcm-kubeconfig", help="kubeconfig for that kube-controller-manager "
+                   "(default: --kubeconfig)")
+    r.add_argument("--namespace-prefix", default="bench",
+                   help="namespaces are PREFIX-SCENARIO-RANDOM (default: bench)")
     rp = sub.add_parser("plot", help="redraw the table and plots of an earlier run's DIR")
     rp.add_argument("--out", required=True, type=Path, help="a directory with results.json")
     args = p.parse_args()

@@ -20,7 +20,7 @@ from benchmarks.driver import MANAGED_BY, MAX_PER_SLICE
 @dataclass(frozen=True)
 class Contender:
     label: str
-    kind: str  # "slicectl" or "naive"
+    kind: str  # "slicectl", "naive" or "upstream" (started by baselines.upstream.UpstreamPlan)
     batch_period: float | None = None  # None: slicectl's default
     extra: tuple[str, ...] = ()
 
@@ -48,6 +48,7 @@ def batch_contender(seconds: float) -> Contender:
 DEFAULTS = Contender("slicectl (defaults)", "slicectl")
 BATCH_ZERO = batch_contender(0.0)
 NAIVE = Contender("naive", "naive")
+UPSTREAM = Contender("kube-controller-manager", "upstream")
 SWEEP = (0.0, 0.1, 0.25, 0.5, 1.0)
 
 

@@ -28,9 +28,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from benchmarks.baselines.upstream import (
+    SERVICE_NAME_LABEL,
+    UPSTREAM_MANAGED_BY,
+    service_manifest,
+)
 from slicectl.cli.workload import pod_manifest
 from slicectl.kube.client import KubeClient
-from slicectl.kube.errors import AlreadyExists, NotFound
+from slicectl.kube.errors import AlreadyExists, Forbidden, NotFound
 from slicectl.kube.resources import ENDPOINTSLICES, NAMESPACES, NODES, PODS, Resource
 from slicectl.model.records import (
     ANNOTATION_TRIGGER_TIME,
@@ -40,6 +45,8 @@ from slicectl.model.records import (
 )
 from slicectl.model.timefmt import rfc3339
 
+SERVICES = Resource("", "v1", "services", True, "Service")
+SERVICEACCOUNTS = Resource("", "v1", "serviceaccounts", True, "ServiceAccount")
 ESEL = Resource("slicectl.io", "v1alpha1", "endpointselectors", True, "EndpointSelector")
 MANAGED_BY = "slicectl-benchmark"
 NODES_BY_ZONE = (("bench-node-a", "zone-a"), ("bench-node-b", "zone-b"),
@@ -89,6 +96,8 @@ class SliceView:
     events: Counter[str] = field(default_factory=Counter)
     timeline: list[tuple[float, int]] = field(default_factory=list)  # (time, slice count)
     stamps: dict[str, str | None] = field(default_factory=dict)
+    managed_by: str = MANAGED_BY  # the slices watched carry this managed-by label ...
+    group_label: str = LABEL_SELECTOR_NAME  # ... and name their group (selector) with this one
     _task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -97,7 +106,7 @@ class SliceView:
 
     @property
     def _sel(self) -> str:
-        return f"{LABEL_MANAGED_BY}={MANAGED_BY}"
+        return f"{LABEL_MANAGED_BY}={self.managed_by}"
 
     async def _run(self, rv: str) -> None:
         while True:
@@ -131,7 +140,7 @@ class SliceView:
                 pod = (ep.get("targetRef") or {}).get("name", "")
                 new[pod] = bool((ep.get("conditions") or {}).get("ready", True))
                 self.where.setdefault(pod, set()).add(name)
-            self.slices[name] = ((meta.get("labels") or {}).get(LABEL_SELECTOR_NAME, ""), new)
+            self.slices[name] = ((meta.get("labels") or {}).get(self.group_label, ""), new)
         self.timeline.append((now, len(self.slices)))
         for pod in old.keys() | new.keys():
             exp = self.expected.get(pod)
@@ -184,14 +193,20 @@ class SliceView:
 
 
 class Cluster:
-    """One benchmark namespace: selectors, pods, and the model of what slices must list."""
+    """One benchmark namespace: selectors, pods, and the model of what slices must list.
 
-    def __init__(self, client: KubeClient, namespace: str) -> None:
-        self.client, self.ns = client, namespace
+    With ``services`` each group is a Service (same selector and ports) instead of an
+    EndpointSelector, for the upstream controller, and the view watches upstream's slices.
+    """
+
+    def __init__(self, client: KubeClient, namespace: str, services: bool = False) -> None:
+        self.client, self.ns, self.services = client, namespace, services
         self.model: dict[str, dict[str, bool]] = {}  # selector -> pod -> ready
         self.owner: dict[str, str] = {}  # pod -> selector
         self.ips: dict[str, str] = {}
-        self.view = SliceView(client, namespace)
+        self.view = (SliceView(client, namespace, managed_by=UPSTREAM_MANAGED_BY,
+                               group_label=SERVICE_NAME_LABEL) if services
+                     else SliceView(client, namespace))
         self.changes = 0
         self._serial = 0
         self._limit = asyncio.Semaphore(CONCURRENCY)
@@ -199,30 +214,46 @@ class Cluster:
     async def setup(self, selectors: Iterable[str]) -> None:
         await self.client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
                                               "metadata": {"name": self.ns}})
+        # Admission refuses pods until the namespace's default ServiceAccount exists; on a real
+        # cluster its controller writes it a moment later (or never, if it does not run).
+        with contextlib.suppress(Exception):
+            await self.client.create(SERVICEACCOUNTS, {
+                "apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}},
+                self.ns)
         await self.view.start()
         for name in selectors:
             self.model[name] = {}
+            match, ports = {"bench": name}, [{"name": "http", "protocol": "TCP",
+                                              "targetPort": "http"}]
+            if self.services:
+                await self.client.create(SERVICES, service_manifest(name, match, ports), self.ns)
+                continue
             await self.client.create(ESEL, {
                 "apiVersion": "slicectl.io/v1alpha1", "kind": "EndpointSelector",
                 "metadata": {"name": name},
-                "spec": {"selector": {"matchLabels": {"bench": name}},
-                         "ports": [{"name": "http", "protocol": "TCP", "targetPort": "http"}]},
+                "spec": {"selector": {"matchLabels": match}, "ports": ports},
             }, self.ns)
 
-    async def teardown(self, limit: float = 120.0) -> None:
-        """Delete the namespace and wait until it is gone, so the server's cleanup of this
-        run's pods and slices does not eat into the next run's CPU."""
+    async def teardown(self, limit: float = 60.0) -> None:
+        """Delete the pods (no kubelet would confirm a graceful delete, which would keep the
+        namespace Terminating), then the namespace, and wait until it is gone, so the server's
+        cleanup of this run's pods and slices does not eat into the next run's CPU."""
         await self.view.stop()
+        with contextlib.suppress(Exception):
+            await self.all(self.delete_pod(p) for p in list(self.owner))
         with contextlib.suppress(Exception):
             await self.client.delete(NAMESPACES, self.ns)
         deadline = time.monotonic() + limit
         while time.monotonic() < deadline:
             try:
-                await self.client.get(NAMESPACES, self.ns)
+                ns = await self.client.get(NAMESPACES, self.ns)
+                pods, _ = await self.client.list(PODS, self.ns)
             except NotFound:
                 return
             except Exception:
                 return  # cannot tell: do not hang the benchmark on it
+            if not pods and (ns.get("status") or {}).get("phase") == "Terminating":
+                return  # what is left is small (no namespace controller may be running)
             await asyncio.sleep(0.2)
 
     async def all(self, calls: Iterable[Awaitable[None]]) -> None:
@@ -246,8 +277,7 @@ class Cluster:
         n = len(self.ips)
         ip = self.ips.setdefault(name, f"10.{64 + n // 62500}.{n // 250 % 250}.{n % 250 + 1}")
         node = NODES_BY_ZONE[n % len(NODES_BY_ZONE)][0]
-        await self.client.create(PODS, pod_manifest(name, {"bench": selector}, node,
-                                                    [("http", 8080)]), self.ns)
+        await self._create_pod(pod_manifest(name, {"bench": selector}, node, [("http", 8080)]))
         exp = self.view.expect(name, ready, "add")
         await self.client.patch(PODS, name, kubelet_status(ip, ready), self.ns,
                                 subresource="status")
@@ -256,6 +286,20 @@ class Cluster:
         self.model[selector][name] = ready
         self.owner[name] = selector
         self.changes += 1
+
+    async def _create_pod(self, pod: dict[str, Any], limit: float = 30.0) -> None:
+        """Create ``pod``; on a real cluster a fresh namespace's ``default`` ServiceAccount
+        comes a moment later (its controller writes it), and until then admission refuses
+        pods: retry those refusals only."""
+        deadline = time.monotonic() + limit
+        while True:
+            try:
+                await self.client.create(PODS, pod, self.ns)
+                return
+            except Forbidden as exc:
+                if "serviceaccount" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(0.1)
 
     async def set_ready(self, name: str, ready: bool) -> None:
         self.model[self.owner[name]][name] = ready
@@ -298,8 +342,8 @@ class Cluster:
     async def verify(self) -> int:
         """Problems in a fresh LIST of pods and slices (every pod listed once, readiness right)."""
         pods, _ = await self.client.list(PODS, self.ns)
-        slices, _ = await self.client.list(ENDPOINTSLICES, self.ns,
-                                           label_selector=f"{LABEL_MANAGED_BY}={MANAGED_BY}")
+        slices, _ = await self.client.list(
+            ENDPOINTSLICES, self.ns, label_selector=f"{LABEL_MANAGED_BY}={self.view.managed_by}")
         truth = {p["metadata"]["name"]: any(
             c.get("type") == "Ready" and c.get("status") == "True"
             for c in p.get("status", {}).get("conditions", ())) for p in pods

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.apiserver import EmbeddedServer, slice_write_requests
+from benchmarks.baselines.upstream import AttachedProcess, UpstreamPlan
 from benchmarks.contenders import Contender, ControllerProcess
 from benchmarks.driver import Cluster
 from benchmarks.scenarios import Scenario
@@ -42,6 +43,8 @@ class Context:
     out: Path
     converge_limit: float
     log: Callable[[str], None]
+    upstream: UpstreamPlan | None = None  # how the "upstream" contender is run
+    prefix: str = "bench"  # namespaces are PREFIX-SCENARIO-RANDOM
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -56,7 +59,8 @@ def summary(values: list[float]) -> dict[str, Any]:
             "p99": percentile(values, 0.99), "max": max(values) if values else None}
 
 
-async def _until(check: Callable[[], bool], limit: float, proc: ControllerProcess) -> bool:
+async def _until(check: Callable[[], bool], limit: float,
+                 proc: ControllerProcess | AttachedProcess) -> bool:
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
         if check():
@@ -69,17 +73,24 @@ async def _until(check: Callable[[], bool], limit: float, proc: ControllerProces
 
 async def run_one(ctx: Context, scenario: Scenario, who: Contender) -> dict[str, Any]:
     slug = "".join(ch if ch.isalnum() else "-" for ch in who.label.lower()).strip("-")
-    ns = f"bench-{scenario.name}-{uuid.uuid4().hex[:5]}"
-    c = Cluster(ctx.client, ns)
+    ns = f"{ctx.prefix}-{scenario.name}-{uuid.uuid4().hex[:5]}"
+    upstream = who.kind == "upstream"
+    c = Cluster(ctx.client, ns, services=upstream)
     record: dict[str, Any] = {"scenario": scenario.name, "controller": who.label,
                               "batch_period": who.batch_period, "namespace": ns}
     await c.setup(scenario.selectors)
-    proc: ControllerProcess | None = None
+    proc: ControllerProcess | AttachedProcess | None = None
     try:
         await scenario.prepare(c)
         log_path = ctx.out / "logs" / f"{scenario.name}-{slug}.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        proc = ControllerProcess(who.command(ctx.kubeconfig, ctx.context, ns), str(log_path))
+        if upstream:
+            assert ctx.upstream is not None
+            proc = ctx.upstream.start(str(log_path))
+            record["note"] = ctx.upstream.note
+        else:
+            proc = ControllerProcess(who.command(ctx.kubeconfig, ctx.context, ns),
+                                     str(log_path))
         selectors = list(scenario.selectors)
         ready = await _until(lambda: c.view.selectors_published(selectors)
                              and c.view.matches(c.model), ctx.converge_limit, proc)
