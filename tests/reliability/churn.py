@@ -37,15 +37,17 @@ SELECTORS: dict[str, dict[str, str]] = {
 PORTS = [{"name": "http", "protocol": "TCP", "targetPort": "http"}]
 
 
-async def retrying(op: Callable[[], Awaitable[T]], *, limit: float = 120.0) -> T:
-    """Run ``op`` until it is answered (transient failures and a frozen server are waited out)."""
+async def retrying(op: Callable[[], Awaitable[T]], *, limit: float = 120.0,
+                   also: tuple[type[BaseException], ...] = ()) -> T:
+    """Run ``op`` until it is answered (transient failures, ``also``, and a frozen server are
+    waited out)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + limit
     delay = 0.05
     while True:
         try:
             return await asyncio.wait_for(op(), timeout=10.0)
-        except TRANSIENT:
+        except (*TRANSIENT, *also):
             if loop.time() > deadline:
                 raise
             await asyncio.sleep(delay)
@@ -87,7 +89,9 @@ async def prepare(client: KubeClient, ns: str,
                   selectors: dict[str, dict[str, str]] = SELECTORS, *, crd: bool = True) -> None:
     """CRD (unless already applied), namespace, two nodes and the selectors (idempotent)."""
     if crd:
-        await apply_crd(client, CRD_PATH)
+        # A lost answer to the create comes back as AlreadyExists, then a replace, which can
+        # race the server's own status update of the CRD: Conflict, so another round.
+        await retrying(lambda: apply_crd(client, CRD_PATH), also=(Conflict,))
     with contextlib.suppress(AlreadyExists):
         await retrying(lambda: client.create(NAMESPACES, {
             "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))
