@@ -1,22 +1,28 @@
 """Informer: keep a :class:`Store` of slim records equal to the server's objects, and say what
 changed.
 
-Paginated LIST, then WATCH from the list's resourceVersion with bookmarks and a jittered server
-``timeoutSeconds``. A LIST is streamed: each page is decoded into records and its differences
-applied and notified before the next page is read, items decoded one at a time, yielding to the
-event loop every 5 ms, so a relist of 150k pods never holds the whole list nor stalls the loop.
-The first LIST asks for ``resourceVersion=0`` and relists for ``NotOlderThan`` the last synced
-version, so the server may answer from its watch cache (client-go's reflector does the same);
-if that version is refused (410), a consistent LIST follows.
+A list, then a WATCH from the list's resourceVersion with bookmarks and a jittered server
+``timeoutSeconds``. The list is streamed (WatchList, client-go's ``sendInitialEvents``): one
+watch request whose first events are the current state, ended by a BOOKMARK annotated
+``k8s.io/initial-events-end``, after which the same stream goes on as a watch. The server
+answers it from its watch cache, consistently (``resourceVersion`` unset): no LIST body to hold,
+no etcd range read. A server that refuses it (422 before v1.27 or with the WatchList gate off;
+or a stream that twice ends before its end bookmark) gets paginated LISTs from then on: a
+consistent first LIST (``resourceVersion=0`` would be answered whole, ignoring ``limit``, by
+v1.32), relists ``NotOlderThan`` the last synced version (a 410 there: a consistent LIST).
+
+Either way the state is applied as it arrives: each item decoded into a record, its difference
+applied and notified at once, yielding to the event loop every 5 ms, so a relist of 150k pods
+never holds the whole list nor stalls the loop; keys the list did not show are deleted at its
+end. After each list an optional ``on_listed`` hook is told when that list was requested, so
+expectations about objects the store never saw (a write acknowledged before it) can be settled.
 
 A watch that ends normally, drops or stalls (no byte within the inactivity timeout) resumes
 from the last resourceVersion seen, bookmarks included. A 410 Gone or any ``ERROR`` event
-means the resourceVersion is no longer usable: the informer relists and emits exactly the
+means the resourceVersion is no longer usable: the informer lists again and emits exactly the
 differences against its store (adds, updates for a changed resourceVersion, deletes for
-vanished keys), never reusing the expired version. After each LIST an optional ``on_listed``
-hook is told when that LIST was sent, so expectations about objects the store never saw (a
-write acknowledged before the LIST) can be settled against it. Connection failures back off
-(exponential, jittered, capped).
+vanished keys), never reusing the expired version. Connection failures back off (exponential,
+jittered, capped).
 
 A malformed object (parse raises, or not a JSON object) is logged once and skipped: the store
 keeps what it had for that key. Handlers are synchronous and must be cheap; the per-event path
@@ -37,13 +43,15 @@ import structlog
 
 from slicectl.cache.store import Store, object_key
 from slicectl.kube.client import KubeClient
-from slicectl.kube.errors import ApiError, Gone, TooManyRequests, WatchStalled
+from slicectl.kube.errors import ApiError, Gone, Invalid, TooManyRequests, WatchStalled
 from slicectl.kube.resources import Resource
 
 _log = structlog.get_logger()
 _MALFORMED_MEMORY = 10_000
 _CHECK_EVERY = 16  # list items handled between two looks at the clock
 _SLICE = 0.005  # seconds of list handling between two yields to the event loop
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+_UNFINISHED_STREAMS = 2  # streamed lists ending before their end bookmark: then paginated LISTs
 
 
 class Versioned(Protocol):
@@ -96,7 +104,8 @@ class InformerStats:
     lists: int = 0  # every completed LIST, the first included
     relists: int = 0  # LISTs after the first (410, ERROR events, API errors)
     parse_errors: int = 0
-    watches: int = 0  # watch requests started
+    watches: int = 0  # watch requests started (streamed lists included)
+    streamed_lists: int = 0  # lists that came as a stream of initial events (WatchList)
     stalls: int = 0  # watches ended by the inactivity watchdog
     failures: int = 0  # connection or API errors that caused a backoff
     consecutive_failures: int = 0  # since the last successful list or watch; liveness reads it
@@ -122,6 +131,7 @@ class Informer(Generic[T]):
         backoff_max: float = 30.0,
         on_listed: Callable[[float], None] | None = None,
         store: Store[T] | None = None,
+        stream_lists: bool = True,
     ) -> None:
         self._client = client
         self._resource = resource
@@ -141,6 +151,8 @@ class Informer(Generic[T]):
         self._rv: str | None = None
         self._listed_rv: str | None = None  # the last version we synced to (never cleared)
         self._malformed_seen: dict[str, str] = {}
+        self._stream_lists = stream_lists  # cleared for good when the server refuses them
+        self._unfinished_streams = 0
         # A shared store (several namespaced informers, one pod store) is fine: a relist only
         # deletes keys of its own namespace.
         self.store: Store[T] = store if store is not None else Store()
@@ -163,11 +175,14 @@ class Informer(Generic[T]):
         while True:
             delay: float | None = None
             try:
-                if self._rv is None:
-                    await self._relist()
-                    self.synced.set()
-                started = time.monotonic()
-                got_events = await self._watch(self._rv)
+                if self._rv is None and self._stream_lists:
+                    started = time.monotonic()
+                    got_events = await self._watch(None)  # lists, then goes on watching
+                else:
+                    if self._rv is None:
+                        await self._relist()
+                    started = time.monotonic()
+                    got_events = await self._watch(self._rv)
                 if got_events or time.monotonic() - started > 1.0:
                     failures = 0
                     self.stats.consecutive_failures = 0
@@ -185,6 +200,10 @@ class Informer(Generic[T]):
                 continue
             except TooManyRequests as exc:  # not processed: retry the same request later
                 delay = exc.retry_after or self._backoff(failures)
+            except _StreamRefused as exc:
+                self._stream_lists = False
+                self._log.info("informer_streaming_list_unsupported", reason=str(exc)[:300])
+                continue
             except ApiError as exc:  # an ERROR event or a failed request: start from a list
                 self._listed_rv = self._rv or self._listed_rv
                 self._rv = None
@@ -204,16 +223,9 @@ class Informer(Generic[T]):
         return ceiling * random.uniform(0.5, 1.0)
 
     async def _relist(self) -> None:
-        """LIST page by page and apply the differences as they come (see the module docstring).
-
-        Adds and updates are applied and notified per page; an unchanged object (same
-        resourceVersion) keeps its stored record, so indexes never hold a stale copy; keys
-        this informer owns that the list did not show are deleted at the end.
-        """
+        """A paginated LIST, applied page by page (see the module docstring)."""
         rv_arg: str | None
-        if not self.stats.lists:
-            rv_arg, match = "0", None  # first list: any state, from the watch cache
-        elif self._listed_rv:  # not older than what we have seen: the watch cache may answer
+        if self._listed_rv:  # not older than what we have seen: the watch cache may answer
             rv_arg, match = self._listed_rv, "NotOlderThan"
         else:
             rv_arg, match = None, None
@@ -228,48 +240,51 @@ class Informer(Generic[T]):
             await self._list_pages(None, None)
 
     async def _list_pages(self, rv_arg: str | None, match: str | None) -> None:
-        started = time.monotonic()
-        store = self.store
-        # id() of the stored record of every key listed now (the old one when unchanged; a
-        # malformed object keeps its record): ints, not key strings, to keep the peak low.
-        kept: set[int] = set()
-        changed = 0
-        rv = ""
-        slice_start = time.monotonic()
+        resync = _Resync(time.monotonic())
         pages = self._client.list_pages(
             self._resource, self._namespace, label_selector=self._label_selector,
             field_selector=self._field_selector, limit=self._page_size,
             metadata_only=self._metadata_only, resource_version=rv_arg,
             resource_version_match=match,
         )
+        rv = ""
         async with contextlib.aclosing(pages):
             async for page in pages:
                 if page.restarted:
-                    kept.clear()
+                    resync.kept.clear()
                 rv = page.resource_version
                 for i, raw in enumerate(page.items):  # decoded one by one as we go
-                    if i % _CHECK_EVERY == 0 and time.monotonic() - slice_start > _SLICE:
-                        await asyncio.sleep(0)  # big pages must not stall the loop
-                        slice_start = time.monotonic()
-                    record = self._parse_or_skip(raw)
-                    if record is None:
-                        raw_key = object_key(raw) if isinstance(raw, dict) else None
-                        current = store.get(raw_key) if raw_key is not None else None
-                        if current is not None:
-                            kept.add(id(current))
-                        continue
-                    k = self._key(record)
-                    old = store.get(k)
-                    if old is not None and old.resource_version == record.resource_version:
-                        kept.add(id(old))
-                        continue
-                    kept.add(id(record))
-                    store.put(k, record)
-                    changed += 1
-                    self._notify("ADDED" if old is None else "MODIFIED", old, record)
+                    if i % _CHECK_EVERY == 0:
+                        await resync.pause()  # big pages must not stall the loop
+                    self._resync_item(resync, raw)
                 del page
                 await asyncio.sleep(0)
-                slice_start = time.monotonic()
+                resync.slice_start = time.monotonic()
+        await self._finish_list(resync, rv)
+
+    def _resync_item(self, resync: _Resync, raw: Any) -> None:
+        """One object of a list: stored and notified if new or changed, marked as listed."""
+        store = self.store
+        record = self._parse_or_skip(raw)
+        if record is None:  # a malformed object keeps its record
+            raw_key = object_key(raw) if isinstance(raw, dict) else None
+            current = store.get(raw_key) if raw_key is not None else None
+            if current is not None:
+                resync.kept.add(id(current))
+            return
+        k = self._key(record)
+        old = store.get(k)
+        if old is not None and old.resource_version == record.resource_version:
+            resync.kept.add(id(old))  # unchanged: indexes keep the record they hold
+            return
+        resync.kept.add(id(record))
+        store.put(k, record)
+        resync.changed += 1
+        self._notify("ADDED" if old is None else "MODIFIED", old, record)
+
+    async def _finish_list(self, resync: _Resync, rv: str) -> None:
+        """Delete what the list did not show, then mark the informer synced at ``rv``."""
+        store, kept = self.store, resync.kept
         deleted = 0
         for i, stored in enumerate(store.values_in(self._namespace)):
             if i % (_CHECK_EVERY * 64) == 0:
@@ -285,48 +300,74 @@ class Informer(Generic[T]):
         self.stats.lists += 1
         self._rv = self._listed_rv = rv
         self._log.info(
-            "informer_listed", items=len(kept), added_or_updated=changed, deleted=deleted,
-            resource_version=rv,
+            "informer_listed", items=len(kept), added_or_updated=resync.changed,
+            deleted=deleted, resource_version=rv,
         )
         if self._on_listed is not None:
             try:
-                self._on_listed(started)
+                self._on_listed(resync.started)
             except Exception:
                 self._log.exception("informer_listed_hook_failed")
+        self.synced.set()
 
     async def _watch(self, rv: str | None) -> bool:
-        """Watch from ``rv`` until the stream ends; True when any event arrived."""
+        """Watch from ``rv`` until the stream ends; True when any event arrived. Without
+        ``rv``, a streamed list: the initial events resync the store, then the watch goes on."""
         timeout = max(1, round(self._watch_timeout * random.uniform(0.9, 1.1)))
         inactivity = self._inactivity_timeout or timeout + 30.0
         self.stats.watches += 1
         events = self.stats.events
         got_events = False
+        resync = _Resync(time.monotonic()) if rv is None else None
         stream = self._client.watch(
             self._resource, self._namespace, resource_version=rv or "",
             label_selector=self._label_selector, field_selector=self._field_selector,
             timeout_seconds=timeout, allow_bookmarks=True, metadata_only=self._metadata_only,
-            inactivity_timeout=inactivity,
+            inactivity_timeout=inactivity, send_initial_events=resync is not None,
         )
         async with contextlib.aclosing(stream):
-            async for kind, obj in stream:
-                got_events = True
-                events[kind] = events.get(kind, 0) + 1
-                if kind == "BOOKMARK":
-                    meta = obj.get("metadata")
-                    if isinstance(meta, dict) and (bookmark := meta.get("resourceVersion")):
-                        self._rv = str(bookmark)
-                    continue
-                self._apply(kind, obj)
+            try:
+                async for kind, obj in stream:
+                    got_events = True
+                    events[kind] = events.get(kind, 0) + 1
+                    if kind == "BOOKMARK":
+                        meta = obj.get("metadata")
+                        version = meta.get("resourceVersion") if isinstance(meta, dict) else None
+                        if resync is None:
+                            if version:
+                                self._rv = str(version)
+                        elif _ends_initial_events(meta):
+                            await self._finish_list(resync, str(version or ""))
+                            self.stats.streamed_lists += 1
+                            self._unfinished_streams = 0
+                            resync = None
+                    elif resync is not None and kind != "DELETED":
+                        self._resync_item(resync, obj)
+                        if events[kind] % _CHECK_EVERY == 0:
+                            await resync.pause()
+                    else:
+                        self._apply(kind, obj, advance=resync is None)
+            except Invalid as exc:
+                if resync is not None and not got_events:
+                    raise _StreamRefused(str(exc)) from exc
+                raise
+        if resync is not None and got_events:
+            self._unfinished_streams += 1
+            if self._unfinished_streams >= _UNFINISHED_STREAMS:
+                raise _StreamRefused("streams of initial events ended without their end bookmark")
         return got_events
 
-    def _apply(self, kind: str, obj: dict[str, Any]) -> None:
+    def _apply(self, kind: str, obj: dict[str, Any], *, advance: bool = True) -> None:
+        """A watch event. While a streamed list is still arriving (``advance`` False) its
+        resourceVersion is not one to resume from: only the list's end bookmark is."""
         record = self._parse_or_skip(obj)
         if record is None:
             meta = obj.get("metadata")
-            if isinstance(meta, dict) and isinstance(rv := meta.get("resourceVersion"), str):
+            if (advance and isinstance(meta, dict)
+                    and isinstance(rv := meta.get("resourceVersion"), str)):
                 self._rv = rv  # the event was delivered even if we cannot use it
             return
-        if record.resource_version:
+        if advance and record.resource_version:
             self._rv = record.resource_version
         k = self._key(record)
         if kind == "DELETED":
@@ -374,3 +415,28 @@ class Informer(Generic[T]):
             self._malformed_seen.clear()
         self._malformed_seen[raw_key] = version
         self._log.warning("informer_object_skipped", key=raw_key, reason=reason[:300])
+
+
+class _StreamRefused(Exception):
+    """The server does not stream lists (WatchList): paginated LISTs from now on."""
+
+
+@dataclass
+class _Resync:
+    """One list in progress: the records it showed (by id) and how many it changed."""
+
+    started: float  # time.monotonic() when the list was requested
+    kept: set[int] = field(default_factory=set)
+    changed: int = 0
+    slice_start: float = field(default_factory=time.monotonic)
+
+    async def pause(self) -> None:
+        """Yield to the event loop once this slice of list handling has run 5 ms."""
+        if time.monotonic() - self.slice_start > _SLICE:
+            await asyncio.sleep(0)
+            self.slice_start = time.monotonic()
+
+
+def _ends_initial_events(meta: Any) -> bool:
+    annotations = meta.get("annotations") if isinstance(meta, dict) else None
+    return isinstance(annotations, dict) and annotations.get(INITIAL_EVENTS_END) == "true"

@@ -85,6 +85,9 @@ def configure(p: argparse.ArgumentParser) -> None:
       default=2 * BOOKMARK_INTERVAL,
       help="reopen a watch that received nothing (not even a bookmark) for this long; "
            "API servers send a bookmark about once a minute")
+    a("--watch-list", metavar="BOOL", type=boolean, nargs="?", const=True, default=True,
+      help="stream informer lists as watches (sendInitialEvents; servers that refuse get "
+           "paginated LISTs anyway); false: always paginated LISTs")
     a("--managed-by", metavar="VALUE", default="endpointselector-controller.slicectl.io",
       help="value of endpointslice.kubernetes.io/managed-by on the slices this instance owns")
     a("--status-update-period", metavar="DURATION", type=duration(), default=10.0,
@@ -157,6 +160,7 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
         concurrent_syncs=args.concurrent_syncs,
         status_update_period=args.status_update_period,
         watch_inactivity_timeout=args.watch_inactivity_timeout,
+        watch_list=args.watch_list,
     )
     return RunOptions(
         controller=config,

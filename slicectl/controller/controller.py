@@ -80,6 +80,7 @@ class ControllerConfig:
     status_update_period: float = 10.0
     watch_timeout: int = 300
     watch_inactivity_timeout: float = 2 * BOOKMARK_INTERVAL
+    watch_list: bool = True  # informers stream their lists where the server can
     api_retry_period: float = 10.0  # how often an unserved selector API is looked up again
 
 
@@ -186,7 +187,7 @@ class Controller:
             label_selector=label_selector, metadata_only=metadata_only,
             watch_timeout=self.config.watch_timeout,
             inactivity_timeout=self.config.watch_inactivity_timeout, handler=handler,
-            on_listed=on_listed, store=store,
+            on_listed=on_listed, store=store, stream_lists=self.config.watch_list,
         )
 
     # -- caches -----------------------------------------------------------------------------

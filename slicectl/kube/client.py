@@ -218,15 +218,22 @@ class KubeClient:
         label_selector: str | None = None, field_selector: str | None = None,
         timeout_seconds: int | None = None, allow_bookmarks: bool = True,
         metadata_only: bool = False, inactivity_timeout: float | None = None,
+        send_initial_events: bool = False,
     ) -> AsyncGenerator[WatchEvent, None]:
         """Stream events until the server ends the watch (then return normally).
 
-        Raises Gone on an ERROR event with code 410, the typed ApiError for other ERROR events
-        or a failed request, and WatchStalled when nothing arrives for ``inactivity_timeout``.
+        With ``send_initial_events`` (a streaming list, WatchList), the state not older than
+        ``resource_version`` comes first as ADDED events, then a BOOKMARK annotated
+        ``k8s.io/initial-events-end``. Raises Gone on an ERROR event with code 410, the typed
+        ApiError for other ERROR events or a failed request (Invalid when a server does not
+        stream lists), and WatchStalled when nothing arrives for ``inactivity_timeout``.
         """
         params = _selectors(label_selector, field_selector)
         params["watch"] = "true"
         params["resourceVersion"] = resource_version
+        if send_initial_events:
+            params["sendInitialEvents"] = "true"
+            params["resourceVersionMatch"] = "NotOlderThan"
         if allow_bookmarks:
             params["allowWatchBookmarks"] = "true"
         if timeout_seconds is not None:

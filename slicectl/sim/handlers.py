@@ -21,7 +21,7 @@ import orjson
 import yaml
 from aiohttp import web
 
-from slicectl.sim import errors, protobuf, watch
+from slicectl.sim import errors, listoptions, protobuf, watch
 from slicectl.sim.lifecycle import Lifecycle
 from slicectl.sim.listing import list_objects, make_filter
 from slicectl.sim.managed import check_field_manager, manager_name, record
@@ -121,6 +121,7 @@ class Api:
 
     def list(self, request: web.Request, rt: ResourceType, namespace: str) -> web.Response:
         query = dict(request.query)
+        listoptions.validate(query, watch=False)
         items, meta = list_objects(self.store, rt, make_filter(rt, namespace, query), query)
         form = wanted(request)
         if form == "PartialObjectMetadataList":
@@ -137,6 +138,7 @@ class Api:
     async def watch(self, request: web.Request, rt: ResourceType,
                     namespace: str) -> web.StreamResponse:
         query = dict(request.query)
+        listoptions.validate(query, watch=True)
         flt = make_filter(rt, namespace, query)
         render: Callable[[Obj], dict[str, Any]] | None = None
         form = wanted(request)
@@ -391,6 +393,7 @@ class Api:
         query = dict(request.query)
         query.pop("limit", None)
         query.pop("continue", None)
+        listoptions.validate(query, watch=False)
         items, meta = list_objects(self.store, rt, make_filter(rt, namespace, query), query)
         deleted = [self._delete_one(rt, obj, options)[0] for obj in items]
         meta["resourceVersion"] = str(self.store.rv)

@@ -1,10 +1,12 @@
 """WATCH: one chunked stream of JSON lines per watcher, fed by the store's event fan-out.
 
 Decides what a watcher sees and when: the starting point (synthetic ADDED events for the
-current state when resourceVersion is unset or "0" or sendInitialEvents=true; otherwise every
-event strictly after the given resourceVersion, or one ERROR event carrying a 410 Expired Status
-when history no longer reaches back there), filter transitions as the watch cache converts them
-(an object that stops matching is DELETED for this watcher, one that starts matching is ADDED),
+current state when resourceVersion is unset or "0" or sendInitialEvents=true, the latter ending
+in a BOOKMARK annotated ``k8s.io/initial-events-end``, or an ERROR once its resourceVersion is
+ahead of the store; otherwise every event strictly after the given resourceVersion, or one
+ERROR event carrying a 410 Expired Status when history no longer reaches back there), filter
+transitions as the watch cache converts them (an object that stops matching is DELETED for this
+watcher, one that starts matching is ADDED),
 BOOKMARK events as the cacher sends them (about once a ``bookmark_interval``, 60 s by default,
 and once 2 s before the watch's deadline), timeoutSeconds, the bounded buffer of a watcher
 (:mod:`slicectl.sim.backpressure`: a watcher that falls further behind than its buffer for
@@ -17,6 +19,7 @@ metadata-only watches, its PartialObjectMetadata); only Table watches render per
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import random
 import time
@@ -35,6 +38,7 @@ from slicectl.sim.storage import Event, Obj, Store
 from slicectl.sim.types import ResourceType
 
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+LIST_BLUEPRINT = "kubernetes.io/initial-events-list-blueprint"
 Render = Callable[[Obj], dict[str, Any]]
 
 
@@ -151,8 +155,11 @@ async def _wait(watcher: Watcher, seconds: float) -> None:
 def bookmark(rt: ResourceType, rv: int, initial_end: bool = False,
              meta_only: bool = False) -> bytes:
     meta: dict[str, Any] = {"resourceVersion": str(rv)}
-    if initial_end:
-        meta["annotations"] = {INITIAL_EVENTS_END: "true"}
+    if initial_end:  # v1.32 also describes the list an informer would have made of them
+        blueprint = orjson.dumps({"kind": rt.list_kind, "apiVersion": rt.group_version,
+                                  "metadata": {}, "items": None}) + b"\n"
+        meta["annotations"] = {INITIAL_EVENTS_END: "true",
+                               LIST_BLUEPRINT: base64.b64encode(blueprint).decode()}
     obj = {"kind": rt.kind, "apiVersion": rt.group_version, "metadata": meta}
     if meta_only:
         obj = partial(obj)
@@ -184,7 +191,24 @@ def start(store: Store, rt: ResourceType, flt: Filter, query: dict[str, str],
     # the cache interval before it reads its input channel)
     watcher = Watcher(rt, flt, render, meta_only, 0, store.bucket(rt).budget, store)
     rv_text = query.get("resourceVersion", "")
-    initial = _flag(query, "sendInitialEvents") or rv_text in ("", "0")
+    streaming = "sendInitialEvents" in query  # a WatchList request (the query was validated)
+    initial = _flag(query, "sendInitialEvents") if streaming else rv_text in ("", "0")
+    if streaming and rv_text not in ("", "0"):  # a lower bound the state must have reached
+        try:
+            too_large = int(rv_text) > store.rv
+        except ValueError as exc:
+            raise errors.ApiError(500, "", f'resourceVersion: Invalid value: "{rv_text}": '
+                                  f'strconv.ParseUint: parsing "{rv_text}": invalid syntax'
+                                  ) from exc
+        if too_large:  # the cacher waits for it in vain, then says so in an ERROR event
+            watcher.buffer.append(orjson.dumps({"type": "ERROR", "object": errors.ApiError(
+                504, "Timeout", f"Timeout: Too large resource version: {rv_text}, "
+                f"current: {store.rv}", {"causes": [{"reason": "ResourceVersionTooLarge",
+                                                     "message": "Too large resource version"}],
+                                         "retryAfterSeconds": 1}).status()}) + b"\n")
+            return watcher, True
+    if streaming and not initial and rv_text in ("", "0"):
+        rv_text = str(store.rv)  # sendInitialEvents=false and no version: from now on
     if initial:
         state = store.bucket(rt).objects
         for key in sorted(state):

@@ -141,7 +141,7 @@ async def informer(
     inf: Informer[PodRecord] = Informer(
         reader, PODS, parse_pod, key=lambda p: p.key, namespace=api.namespace, page_size=2,
         watch_timeout=20, inactivity_timeout=2.0 if short else None, handler=recorder,
-        backoff_initial=0.05, backoff_max=0.2,
+        backoff_initial=0.05, backoff_max=0.2, stream_lists=getattr(request, "param", True),
     )
     task = asyncio.create_task(inf.run())
     async with asyncio.timeout(HANG_GUARD):
@@ -152,28 +152,38 @@ async def informer(
     await asyncio.gather(task, return_exceptions=True)
 
 
-async def first_list_pages(client: KubeClient, namespace: str, pods: int = 5) -> int:
-    """How many LIST requests the informer's first list of ``pods`` pods in pages of 2 takes.
-
-    That list asks for ``resourceVersion=0`` (served from the watch cache): a v1.32
-    kube-apiserver ignores ``limit`` there and answers whole, 1.33+ and the embedded server
-    paginate it. Which one this server does is asked with the same kind of list.
-    """
-    pages = len([page async for page in client.list_pages(
-        PODS, namespace, limit=1, resource_version="0")])
-    return -(-pods // 2) if pages > 1 else 1
-
-
-async def test_paginated_sync_then_watch(
+async def test_streamed_sync_then_watch(
     api: Cluster, reader: GatedClient, writer: KubeClient,
     informer: tuple[Informer[PodRecord], Recorder],
 ) -> None:
+    """The list comes as the start of the watch (WatchList): no LIST request at all."""
     inf, rec = informer
     ns = api.namespace
     assert sorted(inf.store.keys()) == [f"{ns}/p{i}" for i in range(5)]
     assert sorted(rec.events) == [("add", f"p{i}") for i in range(5)]
-    pages = await first_list_pages(writer, ns)
-    assert reader.requests.total(verb="LIST", resource="pods", code=200) == pages
+    assert reader.requests.total(verb="LIST", resource="pods") == 0
+    assert inf.stats.streamed_lists == 1 and inf.stats.watches == 1
+    await _watch_goes_on(inf, rec, writer, ns)
+
+
+@pytest.mark.parametrize("informer", [False], indirect=True, ids=["no-stream"])
+async def test_paginated_sync_then_watch(
+    api: Cluster, reader: GatedClient, writer: KubeClient,
+    informer: tuple[Informer[PodRecord], Recorder],
+) -> None:
+    """Without streamed lists: a consistent LIST (never resourceVersion=0, which a v1.32 server
+    answers whole whatever the limit) in pages of 2."""
+    inf, rec = informer
+    ns = api.namespace
+    assert sorted(inf.store.keys()) == [f"{ns}/p{i}" for i in range(5)]
+    assert sorted(rec.events) == [("add", f"p{i}") for i in range(5)]
+    assert reader.requests.total(verb="LIST", resource="pods", code=200) == 3
+    assert inf.stats.streamed_lists == 0
+    await _watch_goes_on(inf, rec, writer, ns)
+
+
+async def _watch_goes_on(inf: Informer[PodRecord], rec: Recorder, writer: KubeClient,
+                         ns: str) -> None:
     rec.events.clear()
     await writer.create(PODS, pod("new"), ns)
     await writer.patch(PODS, "new", {"metadata": {"labels": {"app": "y"}}}, ns)
@@ -249,7 +259,7 @@ async def test_dropped_watch_resumes_without_relist(
     await wait_for(lambda: ("add", "after-drop") in rec.events)
     assert inf.stats.watches > watches
     assert inf.stats.lists == 1 and inf.stats.relists == 0
-    assert reader.requests.total(verb="LIST", resource="pods") == await first_list_pages(writer, ns)
+    assert reader.requests.total(verb="LIST", resource="pods") == 0  # the list was streamed
 
 
 @pytest.mark.usefixtures("heartbeat")

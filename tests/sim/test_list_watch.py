@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import base64
+
+import orjson
 
 from slicectl.sim.server import EmbeddedApiServer
 from tests.sim.conftest import PODS, Raw, pod
@@ -67,7 +70,7 @@ async def test_exact_list_rebuilds_old_state(raw: Raw) -> None:
     assert [p["metadata"]["name"] for p in old["items"]] == ["p00", "p01"]
     assert old["metadata"]["resourceVersion"] == rv
     code, _, _ = await raw.request("GET", PODS, resourceVersionMatch="Exact")
-    assert code == 400
+    assert code == 422  # as v1.32: ListOptions invalid
 
 
 async def test_watch_initial_state_then_changes(raw: Raw) -> None:
@@ -145,4 +148,7 @@ async def test_send_initial_events_end_bookmark(raw: Raw) -> None:
                                    resourceVersionMatch="NotOlderThan")
     assert [e["type"] for e in events] == ["ADDED", "ADDED", "BOOKMARK"]
     annotations = events[2]["object"]["metadata"]["annotations"]
-    assert annotations == {"k8s.io/initial-events-end": "true"}
+    assert annotations["k8s.io/initial-events-end"] == "true"
+    blueprint = base64.b64decode(annotations["kubernetes.io/initial-events-list-blueprint"])
+    assert orjson.loads(blueprint) == {"kind": "PodList", "apiVersion": "v1", "metadata": {},
+                                       "items": None}

@@ -59,6 +59,7 @@ def test_flags_map_to_controller_options() -> None:
         "--max-endpoints-per-slice=250", "--batch-period=1s", "--concurrent-syncs=7",
         "--kube-api-qps=50", "--kube-api-burst=80", "--managed-by=me.example.com",
         "--status-update-period=30s", "--leader-elect", "--leader-elect-resource-namespace=ops",
+        "--watch-list=false",
     ])
     opts = options_from_args(args)
     c = opts.controller
@@ -69,3 +70,5 @@ def test_flags_map_to_controller_options() -> None:
     assert (c.batch_period, c.concurrent_syncs, c.status_update_period) == (1.0, 7, 30.0)
     assert (opts.client.qps, opts.client.burst) == (50.0, 80)
     assert opts.leader_elect is True and opts.lease_namespace == "ops"
+    assert c.watch_list is False
+    assert options_from_args(build_parser().parse_args(["run"])).controller.watch_list is True

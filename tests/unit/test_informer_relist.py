@@ -11,7 +11,7 @@ import pytest
 
 from slicectl.cache.informer import FanOut, Informer
 from slicectl.kube.client import ListPage
-from slicectl.kube.errors import Gone, ServerError
+from slicectl.kube.errors import Gone, Invalid, ServerError
 from slicectl.kube.resources import PODS
 from slicectl.kube.watch import WatchEvent
 from slicectl.model.parse import parse_pod
@@ -28,20 +28,40 @@ def raw(name: str, rv: str, uid: bool = True) -> dict[str, Any]:
 
 
 class ScriptedClient:
-    """``list`` answers from ``lists``; each ``watch`` plays the next script, then blocks."""
+    """``list_pages`` answers from ``lists``; each ``watch`` plays the next script, then blocks.
 
-    def __init__(self, lists: list[tuple[list[Any], str]], watches: list[list[Any]]) -> None:
+    With ``streaming``, a watch asking for initial events plays the next of ``lists`` as ADDED
+    events and the end bookmark, then the next script on the same stream (a server that
+    streams lists); without, such a watch is refused with 422 as an old server does.
+    """
+
+    def __init__(self, lists: list[tuple[list[Any], str]], watches: list[list[Any]],
+                 streaming: bool = False) -> None:
         self.lists = lists
         self.watches = watches
-        self.watch_versions: list[str] = []
+        self.streaming = streaming
+        self.watch_versions: list[str] = []  # "stream" for a streamed list
+        self.list_calls = 0
         self.idle = asyncio.Event()
 
     async def list_pages(self, *args: Any, **kwargs: Any) -> AsyncIterator[ListPage]:
+        self.list_calls += 1
         items, rv = self.lists.pop(0)
         yield ListPage(items, rv, False, True)
 
-    async def watch(self, *args: Any, resource_version: str, **kw: Any) -> AsyncIterator[Any]:
-        self.watch_versions.append(resource_version)
+    async def watch(self, *args: Any, resource_version: str, send_initial_events: bool = False,
+                    **kw: Any) -> AsyncIterator[Any]:
+        if send_initial_events:
+            if not self.streaming:
+                raise Invalid(422, "Invalid", "resourceVersionMatch is forbidden for watch")
+            self.watch_versions.append("stream")
+            items, rv = self.lists.pop(0)
+            for item in items:
+                yield WatchEvent("ADDED", item)
+            yield WatchEvent("BOOKMARK", {"metadata": {
+                "resourceVersion": rv, "annotations": {"k8s.io/initial-events-end": "true"}}})
+        else:
+            self.watch_versions.append(resource_version)
         if not self.watches:
             self.idle.set()
             await asyncio.Event().wait()
@@ -49,6 +69,12 @@ class ScriptedClient:
             if isinstance(step, Exception):
                 raise step
             yield step
+
+
+@pytest.fixture(params=[True, False], ids=["streamed", "paginated"])
+def streaming(request: pytest.FixtureRequest) -> bool:
+    flag: bool = request.param
+    return flag
 
 
 class Recorder:
@@ -83,10 +109,10 @@ async def run_until_idle(client: ScriptedClient, recorder: Recorder) -> Informer
     return inf
 
 
-async def test_gone_relists_and_emits_only_differences() -> None:
+async def test_gone_relists_and_emits_only_differences(streaming: bool) -> None:
     first = [raw("a", "1"), raw("b", "1"), raw("c", "1"), raw("d", "1")]
     second = [raw("a", "1"), raw("b", "5"), raw("c", "6", uid=False), raw("e", "7")]
-    client = ScriptedClient([(first, "4"), (second, "9")], [[Gone(410, "Expired")]])
+    client = ScriptedClient([(first, "4"), (second, "9")], [[Gone(410, "Expired")]], streaming)
     recorder = Recorder()
     inf = await run_until_idle(client, recorder)
     initial = [("add", n) for n in "abcd"]
@@ -94,11 +120,14 @@ async def test_gone_relists_and_emits_only_differences() -> None:
     # a unchanged; b updated; c unparsable now, so kept as it was; d gone; e new.
     assert sorted(recorder.events[4:]) == [("add", "e"), ("delete", "d"), ("update", "b")]
     assert sorted(inf.store.keys()) == ["ns/a", "ns/b", "ns/c", "ns/e"]
-    assert client.watch_versions == ["4", "9"]  # the expired "4" is never reused
+    # the expired "4" is never reused
+    assert client.watch_versions == (["stream"] * 2 if streaming else ["4", "9"])
     assert (inf.stats.lists, inf.stats.relists, inf.stats.parse_errors) == (2, 1, 1)
+    assert inf.stats.streamed_lists == (2 if streaming else 0)
+    assert client.list_calls == (0 if streaming else 2)
 
 
-async def test_watch_events_bookmarks_and_malformed_objects() -> None:
+async def test_watch_events_bookmarks_and_malformed_objects(streaming: bool) -> None:
     events = [
         WatchEvent("ADDED", raw("a", "2")),
         WatchEvent("MODIFIED", raw("bad", "3", uid=False)),
@@ -107,30 +136,31 @@ async def test_watch_events_bookmarks_and_malformed_objects() -> None:
         WatchEvent("MODIFIED", raw("a", "10")),
     ]
     # After the stream ends normally, the next watch resumes from the last version seen.
-    client = ScriptedClient([([], "1")], [events])
+    client = ScriptedClient([([], "1")], [events], streaming)
     recorder = Recorder()
     inf = await run_until_idle(client, recorder)
     assert recorder.events == [("add", "a"), ("update", "a")]
-    assert client.watch_versions == ["1", "10"]
-    assert inf.stats.events == {"ADDED": 1, "MODIFIED": 2, "BOOKMARK": 1, "DELETED": 1}
+    assert client.watch_versions == ["stream" if streaming else "1", "10"]
+    bookmarks = 2 if streaming else 1  # the streamed list's end is a bookmark too
+    assert inf.stats.events == {"ADDED": 1, "MODIFIED": 2, "BOOKMARK": bookmarks, "DELETED": 1}
     assert inf.stats.parse_errors == 1 and inf.stats.lists == 1
 
 
-async def test_error_event_relists_and_handler_failure_is_contained() -> None:
+async def test_error_event_relists_and_handler_failure_is_contained(streaming: bool) -> None:
     client = ScriptedClient(
         [([raw("a", "1")], "1"), ([raw("a", "1"), raw("b", "2")], "2")],
-        [[ServerError(500, "InternalError", "boom")]],
+        [[ServerError(500, "InternalError", "boom")]], streaming,
     )
     recorder = Recorder(fail_on="a")
     inf = await run_until_idle(client, recorder)
     assert recorder.events == [("add", "a"), ("add", "b")]
     assert inf.synced.is_set()
-    assert client.watch_versions == ["1", "2"]
+    assert client.watch_versions == (["stream"] * 2 if streaming else ["1", "2"])
 
 
 @pytest.mark.parametrize("item", [None, "text", 42])
-async def test_non_object_list_items_are_skipped(item: Any) -> None:
-    client = ScriptedClient([([item, raw("a", "1")], "1")], [])
+async def test_non_object_list_items_are_skipped(item: Any, streaming: bool) -> None:
+    client = ScriptedClient([([item, raw("a", "1")], "1")], [], streaming)
     inf = await run_until_idle(client, Recorder())
     assert list(inf.store.keys()) == ["ns/a"]
     assert inf.stats.parse_errors == 1
@@ -152,3 +182,51 @@ async def test_fan_out_isolates_handlers() -> None:
         await asyncio.gather(task, return_exceptions=True)
     assert healthy.events == [("add", "a"), ("add", "b")]
     assert failing.events == [("add", "a"), ("add", "b")]
+
+
+async def test_refused_stream_falls_back_to_paginated_lists_for_good() -> None:
+    client = ScriptedClient([([raw("a", "1")], "1"), ([raw("b", "2")], "2")],
+                            [[Gone(410, "Expired")]], streaming=False)
+    recorder = Recorder()
+    inf = await run_until_idle(client, recorder)
+    assert client.list_calls == 2 and inf.stats.streamed_lists == 0  # one refusal was enough
+    assert recorder.events == [("add", "a"), ("add", "b"), ("delete", "a")]
+
+
+async def test_stream_without_end_bookmark_twice_falls_back() -> None:
+    class Unfinished(ScriptedClient):
+        async def watch(self, *args: Any, resource_version: str,
+                        send_initial_events: bool = False, **kw: Any) -> AsyncIterator[Any]:
+            if send_initial_events:  # accepted, but the end never comes: a proxy that strips
+                self.watch_versions.append("stream")  # the parameters, say
+                yield WatchEvent("ADDED", raw("a", "1"))
+                return
+            async for event in super().watch(*args, resource_version=resource_version, **kw):
+                yield event
+
+    client = Unfinished([([raw("a", "1")], "1")], [])
+    inf = await run_until_idle(client, Recorder())
+    assert client.watch_versions == ["stream", "stream", "1"]
+    assert inf.stats.lists == 1 and client.list_calls == 1 and inf.synced.is_set()
+
+
+async def test_delete_during_a_streamed_list_is_not_a_resume_point() -> None:
+    class DeleteMidList(ScriptedClient):
+        async def watch(self, *args: Any, resource_version: str,
+                        send_initial_events: bool = False, **kw: Any) -> AsyncIterator[Any]:
+            if send_initial_events and len(self.watch_versions) == 0:
+                self.watch_versions.append("stream")
+                yield WatchEvent("ADDED", raw("a", "5"))
+                yield WatchEvent("DELETED", raw("a", "6"))
+                raise ConnectionResetError("cut before the end bookmark")
+            async for event in super().watch(*args, resource_version=resource_version,
+                                             send_initial_events=send_initial_events, **kw):
+                yield event
+
+    client = DeleteMidList([([raw("b", "7")], "7")], [], streaming=True)
+    recorder = Recorder()
+    inf = await run_until_idle(client, recorder)
+    # the cut stream is listed again in full, never resumed from the DELETED event's "6"
+    assert client.watch_versions == ["stream", "stream"]
+    assert sorted(inf.store.keys()) == ["ns/b"] and inf.resource_version == "7"
+    assert recorder.events == [("add", "a"), ("delete", "a"), ("add", "b")]
