@@ -588,6 +588,9 @@ async def measure_controller(kubeconfig: str, size: Size, server: ServerProcess 
             result["relist_steady_rss_mib"] = round(steady / 1024, 1)
             result["relist_peak_rss_mib"] = round(peak / 1024, 1) if peak else None
             result["relist_peak_ratio"] = round(peak / steady, 2) if peak else None
+        pod_informers = _pod_informers(controller)
+        result["pod_lists_streamed"] = (f"{sum(i.stats.streamed_lists for i in pod_informers)}"
+                                        f" of {sum(i.stats.lists for i in pod_informers)}")
     finally:
         for task in (workers, caches):
             if task is not None:
@@ -752,6 +755,7 @@ def markdown(r: dict[str, Any]) -> str:
              "| measurement | value |", "|---|---|"]
     for key, label in (
         ("list_seconds", "initial LIST of all caches (s)"),
+        ("pod_lists_streamed", "pod lists streamed as a watch (WatchList), of all pod lists"),
         ("index_build_seconds", "selector -> pods index build (s)"),
         ("initial_sync_seconds", "first sync of every selector, writes included (s)"),
         ("list_and_sync_seconds", "initial LIST + sync (s)"),
