@@ -41,6 +41,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import structlog
 
+from slicectl.cache.heap import release_after_list
 from slicectl.cache.store import Store, object_key
 from slicectl.kube.client import KubeClient
 from slicectl.kube.errors import ApiError, Gone, Invalid, TooManyRequests, WatchStalled
@@ -303,6 +304,7 @@ class Informer(Generic[T]):
             "informer_listed", items=len(kept), added_or_updated=resync.changed,
             deleted=deleted, resource_version=rv,
         )
+        release_after_list(len(kept))
         if self._on_listed is not None:
             try:
                 self._on_listed(resync.started)

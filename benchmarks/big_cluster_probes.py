@@ -1,0 +1,198 @@
+"""big-cluster's instruments: the embedded server's child process handle, RSS and peak RSS of
+this process from /proc, the event-loop lag sampler, and the in-process sync-CPU probe of a fixed
+100-pod selector as its namespace grows (the real Router and Syncer, writes stubbed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import json
+import pathlib
+import subprocess
+import sys
+import time
+from typing import Any
+
+from benchmarks.big_cluster_world import (
+    NODE_COUNT,
+    Deployment,
+    PodFactory,
+    iter_pods,
+    selector_object,
+)
+from slicectl.controller.controller import Controller
+
+
+class ServerProcess:
+    def __init__(self, quick: bool, scale: float) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "benchmarks.big_cluster", "--serve", "--scale", str(scale)]
+            + (["--quick"] if quick else []),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            cwd=pathlib.Path(__file__).resolve().parent.parent)
+
+    async def read(self) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        line = await asyncio.to_thread(self.proc.stdout.readline)
+        if not line:
+            raise RuntimeError("embedded server process ended")
+        doc: dict[str, Any] = json.loads(line)
+        return doc
+
+    def send(self, line: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+            self.proc.wait(10)
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+# -- measurements in this process -------------------------------------------------------------
+
+
+def rss_kib(field: str = "VmRSS") -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def reset_peak() -> bool:
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+class LagSampler:
+    """Event-loop lag: how late a 5 ms sleep wakes up, sampled continuously."""
+
+    def __init__(self, period: float = 0.005) -> None:
+        self.period = period
+        self.samples: list[float] = []
+        self._task: asyncio.Task[None] | None = None
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            t = loop.time()
+            await asyncio.sleep(self.period)
+            self.samples.append(max(0.0, loop.time() - t - self.period))
+
+    def start(self) -> None:
+        self.samples = []
+        self._task = asyncio.create_task(self._run())
+
+    async def stop(self) -> dict[str, float]:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        s = sorted(self.samples) or [0.0]
+        return {"lag_p99_ms": round(s[min(len(s) - 1, int(len(s) * 0.99))] * 1000, 1),
+                "lag_max_ms": round(s[-1] * 1000, 1), "lag_samples": len(self.samples)}
+
+
+def pod_informers(c: Controller) -> list[Any]:
+    return [i for i in c._informers if i.resource_name == "pods"]
+
+
+def progress(message: str) -> None:
+    print(f"[big-cluster {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+async def wait_for(cond: Any, what: str, limit: float, poll: float = 0.01) -> None:
+    progress(f"waiting for {what}")
+    deadline = time.monotonic() + limit
+    while not cond():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out waiting for {what}")
+        await asyncio.sleep(poll)
+
+
+def sync_scaling(quick: bool) -> list[dict[str, Any]]:
+    """CPU of one sync of a fixed 100-pod selector as its namespace grows (in-process)."""
+    return asyncio.run(_sync_scaling(quick))
+
+
+async def _sync_scaling(quick: bool) -> list[dict[str, Any]]:
+    from slicectl.controller.queue import WorkQueue
+    from slicectl.controller.routing import Router, record_key
+    from slicectl.controller.sync import Syncer
+    from slicectl.controller.tracker import SliceTracker
+    from slicectl.model.apis import SLICECTL
+    from slicectl.model.parse import parse_pod, parse_selector
+    from slicectl.model.records import NodeRecord
+    from slicectl.reconcile import Settings
+
+    nodes = {f"node-{n:04d}": NodeRecord(f"node-{n:04d}", f"zone-{n % 3}")
+             for n in range(NODE_COUNT)}
+    out = []
+    for ns_size in (1_000, 5_000, 10_000, 25_000, 50_000):
+        router = Router(WorkQueue(), SliceTracker(), (SLICECTL,), 0.0)
+        factory = PodFactory()
+        target = Deployment("scale", "target", 100, True, "target0000")
+        deployments = [target] + [Deployment("scale", f"other-{k:04d}", 50, False, f"h{k:09d}")
+                                  for k in range((ns_size - 100) // 50)]
+        for pod in iter_pods(factory, deployments):
+            router.pod_added(parse_pod(pod))
+        raw = selector_object(target)
+        raw["metadata"].update(uid="sel-uid", resourceVersion="1", generation=1)
+        sel = parse_selector(raw, SLICECTL)
+        router.selector_added(sel)
+        key = record_key(sel)
+
+        syncer = Syncer(RouterInputs(router, nodes), SliceTracker(),
+                        NoWrites(),  # type: ignore[arg-type]
+                        Settings(), publish_status=None, warn=lambda *a: None)
+        await syncer.sync(key, None)  # builds the index once, as the first sync would
+        rounds = 200 if quick else 500
+        cpu = time.process_time()
+        for _ in range(rounds):
+            result = await syncer.sync(key, None)
+        cpu = time.process_time() - cpu
+        assert result.plan is not None and result.plan.desired_endpoints == 100
+        out.append({"namespace_pods": len(router.pods), "selected": 100,
+                    "cpu_us": round(cpu / rounds * 1e6, 1)})
+        del router
+        gc.collect()
+    return out
+
+
+class RouterInputs:
+    """The syncer's inputs straight from a router (no informers): what the controller reads."""
+
+    def __init__(self, router: Any, nodes: dict[str, Any]) -> None:
+        self._router, self._nodes = router, nodes
+
+    def selector(self, key: str) -> Any:
+        return self._router.selectors.get(key)
+
+    def pods_of(self, key: str) -> Any:
+        return self._router.pods_of(key)
+
+    def nodes(self) -> Any:
+        return self._nodes
+
+    def slices(self, key: str) -> Any:
+        return ()
+
+
+class NoWrites:
+    async def apply(self, *args: Any) -> None:
+        return None
+
+
+# -- report ------------------------------------------------------------------------------------
