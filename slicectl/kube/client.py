@@ -282,6 +282,7 @@ class KubeClient:
                         raise ValueError(f"watch {path}: a line longer than {MAX_LINE_BYTES}")
                     continue
                 lines = (b"".join(partial) + chunk if partial else chunk).split(b"\n")
+                del chunk  # a read can be megabytes: nothing of it outlives its events
                 rest = lines.pop()
                 partial, partial_size = ([rest], len(rest)) if rest else ([], 0)
                 since = time.monotonic()
@@ -291,6 +292,7 @@ class KubeClient:
                         since = time.monotonic()
                     if (event := self._decode_line(line)) is not None:
                         yield event
+                del lines, line  # a quiet watch waits in readany() holding none of them
 
     async def create(
         self, res: Resource, body: dict[str, Any], namespace: str | None = None, *,
