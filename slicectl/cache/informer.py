@@ -6,9 +6,10 @@ A list, then a WATCH from the list's resourceVersion with bookmarks and a jitter
 watch request whose first events are the current state, ended by a BOOKMARK annotated
 ``k8s.io/initial-events-end``, after which the same stream goes on as a watch. The server
 answers it from its watch cache, consistently (``resourceVersion`` unset): no LIST body to hold,
-no etcd range read. A server that refuses it (422 before v1.27 or with the WatchList gate off;
-or a stream that twice ends before its end bookmark) gets paginated LISTs from then on: a
-consistent first LIST (``resourceVersion=0`` would be answered whole, ignoring ``limit``, by
+no etcd range read. A server that refuses it (422 before v1.27 or with the WatchList gate off)
+or ignores it (a plain bookmark before the end one, or the watch's whole timeout without it)
+gets paginated LISTs from then on (a stream merely cut short is streamed again): a consistent
+first LIST (``resourceVersion=0`` would be answered whole, ignoring ``limit``, by
 v1.32), relists ``NotOlderThan`` the last synced version (a 410 there: a consistent LIST).
 
 Either way the state is applied as it arrives: each item decoded into a record, its difference
@@ -52,7 +53,6 @@ _MALFORMED_MEMORY = 10_000
 _CHECK_EVERY = 16  # list items handled between two looks at the clock
 _SLICE = 0.005  # seconds of list handling between two yields to the event loop
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
-_UNFINISHED_STREAMS = 2  # streamed lists ending before their end bookmark: then paginated LISTs
 
 
 class Versioned(Protocol):
@@ -153,7 +153,6 @@ class Informer(Generic[T]):
         self._listed_rv: str | None = None  # the last version we synced to (never cleared)
         self._malformed_seen: dict[str, str] = {}
         self._stream_lists = stream_lists  # cleared for good when the server refuses them
-        self._unfinished_streams = 0
         # A shared store (several namespaced informers, one pod store) is fine: a relist only
         # deletes keys of its own namespace.
         self.store: Store[T] = store if store is not None else Store()
@@ -341,8 +340,10 @@ class Informer(Generic[T]):
                         elif _ends_initial_events(meta):
                             await self._finish_list(resync, str(version or ""))
                             self.stats.streamed_lists += 1
-                            self._unfinished_streams = 0
                             resync = None
+                        else:  # a server streaming lists sends its end first: not this one
+                            raise _StreamRefused("a bookmark came before the end of the "
+                                                 "initial events")
                     elif resync is not None and kind != "DELETED":
                         self._resync_item(resync, obj)
                         if events[kind] % _CHECK_EVERY == 0:
@@ -353,10 +354,10 @@ class Informer(Generic[T]):
                 if resync is not None and not got_events:
                     raise _StreamRefused(str(exc)) from exc
                 raise
-        if resync is not None and got_events:
-            self._unfinished_streams += 1
-            if self._unfinished_streams >= _UNFINISHED_STREAMS:
-                raise _StreamRefused("streams of initial events ended without their end bookmark")
+        if resync is not None and time.monotonic() - resync.started >= timeout * 0.9:
+            # the server's timeout ran out and the end never came: it ignored the request (a
+            # stream cut short is merely listed again)
+            raise _StreamRefused("the watch timed out before the end of the initial events")
         return got_events
 
     def _apply(self, kind: str, obj: dict[str, Any], *, advance: bool = True) -> None:

@@ -193,21 +193,40 @@ async def test_refused_stream_falls_back_to_paginated_lists_for_good() -> None:
     assert recorder.events == [("add", "a"), ("add", "b"), ("delete", "a")]
 
 
-async def test_stream_without_end_bookmark_twice_falls_back() -> None:
-    class Unfinished(ScriptedClient):
+async def test_streams_cut_short_are_streamed_again() -> None:
+    class CutTwice(ScriptedClient):
         async def watch(self, *args: Any, resource_version: str,
                         send_initial_events: bool = False, **kw: Any) -> AsyncIterator[Any]:
-            if send_initial_events:  # accepted, but the end never comes: a proxy that strips
-                self.watch_versions.append("stream")  # the parameters, say
+            if send_initial_events and len(self.watch_versions) < 2:
+                self.watch_versions.append("stream")  # ends cleanly before its end bookmark
                 yield WatchEvent("ADDED", raw("a", "1"))
+                return
+            async for event in super().watch(*args, resource_version=resource_version,
+                                             send_initial_events=send_initial_events, **kw):
+                yield event
+
+    client = CutTwice([([raw("a", "1"), raw("b", "2")], "2")], [], streaming=True)
+    inf = await run_until_idle(client, Recorder())
+    assert client.watch_versions == ["stream"] * 3 and client.list_calls == 0
+    assert inf.stats.streamed_lists == 1 and sorted(inf.store.keys()) == ["ns/a", "ns/b"]
+
+
+async def test_a_server_ignoring_initial_events_gets_paginated_lists() -> None:
+    class Ignoring(ScriptedClient):
+        async def watch(self, *args: Any, resource_version: str,
+                        send_initial_events: bool = False, **kw: Any) -> AsyncIterator[Any]:
+            if send_initial_events:  # a plain watch from "": old-style ADDED, then a bookmark
+                self.watch_versions.append("stream")
+                yield WatchEvent("ADDED", raw("a", "1"))
+                yield WatchEvent("BOOKMARK", {"metadata": {"resourceVersion": "3"}})
                 return
             async for event in super().watch(*args, resource_version=resource_version, **kw):
                 yield event
 
-    client = Unfinished([([raw("a", "1")], "1")], [])
+    client = Ignoring([([raw("a", "1")], "4")], [])
     inf = await run_until_idle(client, Recorder())
-    assert client.watch_versions == ["stream", "stream", "1"]
-    assert inf.stats.lists == 1 and client.list_calls == 1 and inf.synced.is_set()
+    assert client.watch_versions == ["stream", "4"] and client.list_calls == 1
+    assert inf.stats.streamed_lists == 0 and inf.synced.is_set()
 
 
 async def test_delete_during_a_streamed_list_is_not_a_resume_point() -> None:
@@ -230,3 +249,30 @@ async def test_delete_during_a_streamed_list_is_not_a_resume_point() -> None:
     assert client.watch_versions == ["stream", "stream"]
     assert sorted(inf.store.keys()) == ["ns/b"] and inf.resource_version == "7"
     assert recorder.events == [("add", "a"), ("delete", "a"), ("add", "b")]
+
+
+async def test_a_stream_timing_out_before_its_end_gets_paginated_lists() -> None:
+    class Endless(ScriptedClient):
+        async def watch(self, *args: Any, resource_version: str,
+                        send_initial_events: bool = False, **kw: Any) -> AsyncIterator[Any]:
+            if send_initial_events:  # events, never the end, until the server's timeout
+                self.watch_versions.append("stream")
+                yield WatchEvent("ADDED", raw("a", "1"))
+                await asyncio.sleep(1.0)
+                return
+            async for event in super().watch(*args, resource_version=resource_version, **kw):
+                yield event
+
+    client = Endless([([raw("a", "1")], "4")], [])
+    inf: Informer[PodRecord] = Informer(
+        client, PODS, parse_pod, key=lambda p: p.key, watch_timeout=1,  # type: ignore[arg-type]
+        handler=Recorder(), backoff_initial=0.01, backoff_max=0.02,
+    )
+    task = asyncio.create_task(inf.run())
+    try:
+        async with asyncio.timeout(HANG_GUARD):
+            await client.idle.wait()
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    assert client.watch_versions == ["stream", "4"] and client.list_calls == 1
