@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import gc
+import contextlib
 import time
 from collections.abc import AsyncGenerator, Callable, Iterable
 from dataclasses import dataclass
@@ -43,10 +43,10 @@ from slicectl.kube.errors import (
     WatchStalled,
     error_for,
 )
-from slicectl.kube.lean import split_list, without_managed_fields
+from slicectl.kube.lean import decode_body, split_list, without_managed_fields
 from slicectl.kube.ratelimit import TokenBucket
 from slicectl.kube.resources import Resource, request_labels
-from slicectl.kube.watch import MAX_LINE_BYTES, WatchEvent, decode_event
+from slicectl.kube.watch import MAX_LINE_BYTES, WatchEvent, decode_event, read_lines
 
 RequestHook = Callable[[str, str, int, float], None]  # (verb, resource, status or 0, seconds)
 Guard = Callable[[], None]  # raises to stop a request before it is sent
@@ -202,7 +202,7 @@ class KubeClient:
             split = split_list(raw) if raw else None
             items: Iterable[Any]
             if split is None:
-                body = _decode(raw) if raw else {}
+                body = decode_body(raw) if raw else {}
                 items = body.get("items") or []
             else:
                 body, items = split
@@ -261,38 +261,17 @@ class KubeClient:
             self._report("GET", path, True, resp.status, started)
             if resp.status >= 300:
                 raise await self._error(resp)
-            content = resp.content
-            partial: list[bytes] = []  # the start of a line that has not ended yet
-            partial_size = 0
-            while True:
-                try:
-                    # Whatever has arrived, split into lines here: one await and one C split
-                    # per read instead of a Python-level scan per event.
-                    chunk = await content.readany()
-                except TimeoutError as exc:
-                    raise WatchStalled(f"watch {path} idle for {inactivity_timeout}s") from exc
-                if not chunk:  # the end; a line cut short is decoded (and reported) as it is
-                    if partial and (event := self._decode_line(b"".join(partial))) is not None:
-                        yield event
-                    return
-                if chunk.find(b"\n") < 0:
-                    partial.append(chunk)
-                    partial_size += len(chunk)
-                    if partial_size > MAX_LINE_BYTES:
-                        raise ValueError(f"watch {path}: a line longer than {MAX_LINE_BYTES}")
-                    continue
-                lines = (b"".join(partial) + chunk if partial else chunk).split(b"\n")
-                del chunk  # a read can be megabytes: nothing of it outlives its events
-                rest = lines.pop()
-                partial, partial_size = ([rest], len(rest)) if rest else ([], 0)
-                since = time.monotonic()
-                for i, line in enumerate(lines):
-                    if i % 32 == 31 and time.monotonic() - since > 0.005:
-                        await asyncio.sleep(0)  # a backlog of events must not stall the loop
-                        since = time.monotonic()
-                    if (event := self._decode_line(line)) is not None:
-                        yield event
-                del lines, line  # a quiet watch waits in readany() holding none of them
+            reads = read_lines(resp.content, path, inactivity_timeout)
+            async with contextlib.aclosing(reads):
+                async for lines in reads:
+                    since = time.monotonic()
+                    for i, line in enumerate(lines):
+                        if i % 32 == 31 and time.monotonic() - since > 0.005:
+                            await asyncio.sleep(0)  # a backlog of events must not stall the loop
+                            since = time.monotonic()
+                        if (event := self._decode_line(line)) is not None:
+                            yield event
+                    del lines  # a quiet watch waits for its next read holding none of them
 
     async def create(
         self, res: Resource, body: dict[str, Any], namespace: str | None = None, *,
@@ -380,7 +359,7 @@ class KubeClient:
             if error is None:
                 if raw_body:
                     return raw
-                return _decode(raw) if raw else None
+                return decode_body(raw) if raw else None
             if isinstance(error, TooManyRequests) and throttled < _MAX_429_RETRIES:
                 throttled += 1
                 await asyncio.sleep(min(error.retry_after or 1.0, _MAX_RETRY_AFTER))
@@ -458,26 +437,6 @@ class KubeClient:
 
 def _quiet(line: bytes, why: str) -> None:
     """A malformed-line hook for a first attempt that is retried in full."""
-
-
-_GC_PAUSE_BYTES = 256 * 1024
-
-
-def _decode(raw: bytes) -> Any:
-    """JSON -> Python; big bodies (list pages) with the cyclic GC paused meanwhile.
-
-    Decoding a 500-pod page makes ~10^5 containers; with the collector running it triggers
-    dozens of collections that each traverse the young page objects (and, as they survive,
-    older generations), tripling the decode time. Decoded JSON has no cycles, so pausing it
-    for the one C call is safe; the next allocation afterwards collects as usual.
-    """
-    if len(raw) < _GC_PAUSE_BYTES or not gc.isenabled():
-        return orjson.loads(raw)
-    gc.disable()
-    try:
-        return orjson.loads(raw)
-    finally:
-        gc.enable()
 
 
 def _selectors(label_selector: str | None, field_selector: str | None) -> dict[str, str]:

@@ -1,6 +1,11 @@
-"""Decoding a watch stream: one JSON line in, one event out (or an error, or nothing).
+"""Reading a watch stream: bytes into lines, one JSON line into one event (or an error, or
+nothing).
 
-The API server streams one ``{"type": ..., "object": ...}`` document per line. A line that is not
+Lines are cut from whatever each read brought, in one C split per read instead of a Python-level
+scan per event; a line longer than :data:`MAX_LINE_BYTES` ends the stream with ``ValueError``,
+and no read outlives the lines it was cut into (a read can be megabytes, and a quiet watch
+waits for the next one for minutes). The API server streams one ``{"type": ..., "object": ...}``
+document per line. A line that is not
 JSON, not an object, or has an unknown type is reported through a callback and skipped: one bad
 object must not end a stream that carries thousands of good ones. An ``ERROR`` event carries a
 ``Status``; it becomes the same typed error an HTTP response with that code would (410 ->
@@ -9,12 +14,13 @@ object must not end a stream that carries thousands of good ones. An ``ERROR`` e
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import Any, NamedTuple
 
+import aiohttp
 import orjson
 
-from slicectl.kube.errors import error_for
+from slicectl.kube.errors import WatchStalled, error_for
 
 EVENT_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED", "BOOKMARK"})
 
@@ -50,3 +56,32 @@ def decode_event(line: bytes, on_malformed: MalformedHook) -> WatchEvent | None:
         on_malformed(line[:200], f"unexpected event type {kind!r} or object")
         return None
     return WatchEvent(kind, obj)
+
+
+async def read_lines(content: aiohttp.StreamReader, path: str,
+                     inactivity_timeout: float | None) -> AsyncGenerator[list[bytes], None]:
+    """The complete lines of each read, until the stream ends (its last line, even if cut
+    short, comes last). Raises WatchStalled when a read times out."""
+    partial: list[bytes] = []  # the start of a line that has not ended yet
+    partial_size = 0
+    while True:
+        try:
+            chunk = await content.readany()
+        except TimeoutError as exc:
+            raise WatchStalled(f"watch {path} idle for {inactivity_timeout}s") from exc
+        if not chunk:  # the end; a line cut short is decoded (and reported) as it is
+            if partial:
+                yield [b"".join(partial)]
+            return
+        if chunk.find(b"\n") < 0:
+            partial.append(chunk)
+            partial_size += len(chunk)
+            if partial_size > MAX_LINE_BYTES:
+                raise ValueError(f"watch {path}: a line longer than {MAX_LINE_BYTES}")
+            continue
+        lines = (b"".join(partial) + chunk if partial else chunk).split(b"\n")
+        del chunk
+        rest = lines.pop()
+        partial, partial_size = ([rest], len(rest)) if rest else ([], 0)
+        yield lines
+        del lines
