@@ -7,7 +7,7 @@ watch request whose first events are the current state, ended by a BOOKMARK anno
 ``k8s.io/initial-events-end``, after which the same stream goes on as a watch. The server
 answers it from its watch cache, consistently (``resourceVersion`` unset): no LIST body to hold,
 no etcd range read. A server that refuses it (422 before v1.27 or with the WatchList gate off)
-or ignores it (a plain bookmark before the end one, or the watch's whole timeout without it)
+or ignores it (a plain bookmark before the end one, or twice the watch's timeout without it)
 gets paginated LISTs from then on (a stream merely cut short is streamed again): a consistent
 first LIST (``resourceVersion=0`` would be answered whole, ignoring ``limit``, by
 v1.32), relists ``NotOlderThan`` the last synced version (a 410 there: a consistent LIST).
@@ -153,6 +153,7 @@ class Informer(Generic[T]):
         self._listed_rv: str | None = None  # the last version we synced to (never cleared)
         self._malformed_seen: dict[str, str] = {}
         self._stream_lists = stream_lists  # cleared for good when the server refuses them
+        self._timed_out_streams = 0  # in a row, without their end bookmark
         # A shared store (several namespaced informers, one pod store) is fine: a relist only
         # deletes keys of its own namespace.
         self.store: Store[T] = store if store is not None else Store()
@@ -355,9 +356,15 @@ class Informer(Generic[T]):
                     raise _StreamRefused(str(exc)) from exc
                 raise
         if resync is not None and time.monotonic() - resync.started >= timeout * 0.9:
-            # the server's timeout ran out and the end never came: it ignored the request (a
-            # stream cut short is merely listed again)
-            raise _StreamRefused("the watch timed out before the end of the initial events")
+            # the server's timeout ran out and the end never came: twice in a row, it ignores
+            # the request (once may be a list too big for one timeout; a stream cut short is
+            # merely listed again)
+            self._timed_out_streams += 1
+            if self._timed_out_streams >= 2:
+                raise _StreamRefused("watches timed out twice before the end of the initial "
+                                     "events")
+        elif resync is None:
+            self._timed_out_streams = 0
         return got_events
 
     def _apply(self, kind: str, obj: dict[str, Any], *, advance: bool = True) -> None:

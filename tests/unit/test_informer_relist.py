@@ -251,7 +251,7 @@ async def test_delete_during_a_streamed_list_is_not_a_resume_point() -> None:
     assert recorder.events == [("add", "a"), ("delete", "a"), ("add", "b")]
 
 
-async def test_a_stream_timing_out_before_its_end_gets_paginated_lists() -> None:
+async def test_streams_timing_out_twice_before_their_end_get_paginated_lists() -> None:
     class Endless(ScriptedClient):
         async def watch(self, *args: Any, resource_version: str,
                         send_initial_events: bool = False, **kw: Any) -> AsyncIterator[Any]:
@@ -263,7 +263,7 @@ async def test_a_stream_timing_out_before_its_end_gets_paginated_lists() -> None
             async for event in super().watch(*args, resource_version=resource_version, **kw):
                 yield event
 
-    client = Endless([([raw("a", "1")], "4")], [])
+    client = Endless([([raw("a", "1")], "4")], [])  # (never popped by a stream)
     inf: Informer[PodRecord] = Informer(
         client, PODS, parse_pod, key=lambda p: p.key, watch_timeout=1,  # type: ignore[arg-type]
         handler=Recorder(), backoff_initial=0.01, backoff_max=0.02,
@@ -275,4 +275,5 @@ async def test_a_stream_timing_out_before_its_end_gets_paginated_lists() -> None
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
-    assert client.watch_versions == ["stream", "4"] and client.list_calls == 1
+    # one timeout may be a list too big for it; the second in a row means "ignored"
+    assert client.watch_versions == ["stream", "stream", "4"] and client.list_calls == 1
