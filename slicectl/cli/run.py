@@ -43,6 +43,7 @@ from slicectl.cli.flags import (
     int_between,
     positive_float,
 )
+from slicectl.cli.gctune import freeze_heap_once, tune_collector
 from slicectl.controller.controller import (
     BOOKMARK_INTERVAL,
     Controller,
@@ -274,7 +275,17 @@ async def _main(opts: RunOptions) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    return await run_controller(opts, stop)
+    tasks: list[asyncio.Task[None]] = []
+
+    def started(controller: Controller, _: HealthServer) -> None:
+        # Only the controller's own process freezes its heap (not a test or demo process).
+        tasks.append(loop.create_task(freeze_heap_once(controller.caches_synced)))
+
+    try:
+        return await run_controller(opts, stop, on_started=started)
+    finally:
+        for task in tasks:
+            task.cancel()
 
 
 def run_async(coro_factory: Callable[[], Coroutine[Any, Any, int]]) -> int:
@@ -292,6 +303,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"slicectl run: error: {exc}", file=sys.stderr)
         return 2
     configure_logging(args.log_level, args.log_format)
+    tune_collector()
     log.info("starting", pid=os.getpid(), managed_by=opts.controller.settings.managed_by,
              apis=[a.api_version for a in opts.controller.selector_apis],
              leader_elect=opts.leader_elect)

@@ -47,7 +47,7 @@ from slicectl.model.records import (
 )
 from slicectl.model.selector import from_label_selector
 from slicectl.model.timefmt import rfc3339_nano
-from slicectl.reconcile import Plan, Settings, plan
+from slicectl.reconcile import EndpointMemo, Plan, Settings, plan
 
 log = structlog.get_logger("slicectl.sync")
 
@@ -146,11 +146,13 @@ class Syncer:
         self._clock = clock
         self._last_status_write: dict[str, float] = {}
         self._last_change: dict[str, float] = {}  # key -> last sync that carried a change
+        self._memos: dict[str, EndpointMemo] = {}  # key -> its pods' endpoints, last sync
 
     def forget(self, key: str) -> None:
         self._tracker.forget(key)
         self._last_status_write.pop(key, None)
         self._last_change.pop(key, None)
+        self._memos.pop(key, None)
 
     def _compaction_budget(self, key: str, trigger: float | None) -> tuple[int, float]:
         """Extra writes this sync may spend, and how long the selector has been quiet."""
@@ -210,8 +212,11 @@ class Syncer:
         existing = [s for s in cached if not s.terminating]
         # O(selected pods): the index hands over this selector's pods only.
         budget, quiet = self._compaction_budget(key, trigger)
+        memo = self._memos.get(key)
+        if memo is None:
+            memo = self._memos[key] = EndpointMemo()
         the_plan = plan(spec, pods, self._in.nodes(), existing, self._settings,
-                        compaction_budget=budget)
+                        compaction_budget=budget, memo=memo)
         trigger_time = rfc3339_nano(trigger) if trigger is not None else None
         result = WriteResult()
         try:

@@ -191,8 +191,9 @@ class Endpoint:
         StatefulSet) is updated in place rather than removed and re-added.
         """
         target = self.target
+        addresses = self.addresses
         return (
-            tuple(sorted(self.addresses)),
+            tuple(addresses) if len(addresses) < 2 else tuple(sorted(addresses)),
             self.hostname,
             target.namespace if target else None,
             target.name if target else None,
@@ -206,6 +207,22 @@ class OwnerRef:
     name: str
     uid: str
     controller: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectVersion:
+    """Which object, and which version of it, a write's answer names: all the writer reads of
+    an update's answer (its echo on the watch brings the content to the cache)."""
+
+    namespace: str
+    name: str
+    uid: str
+    resource_version: str
+    generation: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
 
 
 @dataclass(frozen=True, slots=True)

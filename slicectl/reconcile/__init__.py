@@ -2,11 +2,13 @@
 of writes; plan entries -> API bodies and merge patches. Pure, no I/O; imports only model/.
 """
 
+from slicectl.reconcile.desired import EndpointMemo
 from slicectl.reconcile.plan import is_managed, plan
 from slicectl.reconcile.render import endpoint_to_json, new_slice_body, port_to_json, slice_patch
 from slicectl.reconcile.types import Plan, Settings, SliceSpec, SliceUpdate
 
 __all__ = [
+    "EndpointMemo",
     "Plan",
     "Settings",
     "SliceSpec",

@@ -19,7 +19,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 
 from slicectl.model.records import IPV4, NodeRecord, PodRecord, SelectorRecord, SliceRecord
-from slicectl.reconcile.desired import GroupKey, desired_state
+from slicectl.reconcile.desired import EndpointMemo, GroupKey, desired_state
 from slicectl.reconcile.labels import desired_labels
 from slicectl.reconcile.pack import pack_group
 from slicectl.reconcile.ports import normalize_ports
@@ -44,16 +44,18 @@ def plan(
     settings: Settings,
     *,
     compaction_budget: int = 0,
+    memo: EndpointMemo | None = None,
 ) -> Plan:
     """The writes that make ``existing_slices`` list exactly the pods ``selector`` selects.
 
     ``pods`` may hold any pods: only those in the selector's namespace that it selects count.
     Slices of other managers or selectors, and terminating slices, are ignored. An invalid
-    selector gets an empty plan (its slices are left as they are).
+    selector gets an empty plan (its slices are left as they are). ``memo`` (the selector's
+    own, kept between syncs) only saves work: see :class:`~slicectl.reconcile.desired.EndpointMemo`.
     """
     if selector.error is not None or selector.selector.empty:
         return Plan()
-    desired = desired_state(selector, pods, nodes)
+    desired = desired_state(selector, pods, nodes, memo)
     labels = desired_labels(selector.name, selector.labels, settings.managed_by)
     max_n = settings.max_endpoints_per_slice
 

@@ -13,11 +13,14 @@ from slicectl.model.parse import (
     parse_pod,
     parse_selector,
     parse_slice,
+    parse_version,
 )
+from slicectl.model.parse.objects import _fast_endpoint, _slice_endpoint
 from slicectl.model.records import (
     ContainerPort,
     Endpoint,
     EndpointPort,
+    ObjectVersion,
     OwnerRef,
     SelectorPort,
     SelectorRef,
@@ -233,6 +236,71 @@ class TestSlice:
         with pytest.raises(ParseError, match="endpoints"):
             parse_slice({"metadata": {"name": "a", "namespace": "b", "uid": "c"},
                          "endpoints": [{"addresses": "10.0.0.1"}]})
+
+
+WELL_FORMED = {
+    "addresses": ["10.0.0.1"],
+    "conditions": {"ready": True, "serving": True, "terminating": False},
+    "targetRef": {"kind": "Pod", "namespace": "ns", "name": "p", "uid": "u"},
+    "nodeName": "n1",
+    "zone": "z",
+}
+ENDPOINT_SHAPES: list[Any] = [
+    WELL_FORMED,
+    {**WELL_FORMED, "hostname": "h", "addresses": ["fd00::1", "fd00::2"]},
+    {**WELL_FORMED, "conditions": {"ready": False}},
+    {**WELL_FORMED, "conditions": {"serving": False, "terminating": True}},
+    {**WELL_FORMED, "conditions": {"ready": None, "serving": None, "terminating": None}},
+    {**WELL_FORMED, "conditions": {}},
+    {**WELL_FORMED, "conditions": None},
+    {**WELL_FORMED, "targetRef": {}},
+    {**WELL_FORMED, "targetRef": None},
+    {**WELL_FORMED, "targetRef": {"name": "p"}},
+    {**WELL_FORMED, "targetRef": {"name": "p", "kind": None}},
+    {**WELL_FORMED, "nodeName": "", "zone": None, "hostname": ""},
+    {"addresses": []},
+    {"addresses": None, "conditions": {}},
+    {**WELL_FORMED, "addresses": ["10.0.0.1", 7]},
+    {**WELL_FORMED, "addresses": "10.0.0.1"},
+    {**WELL_FORMED, "conditions": []},
+    {**WELL_FORMED, "targetRef": ["x"]},
+    {**WELL_FORMED, "targetRef": ""},
+    {**WELL_FORMED, "targetRef": {"name": 5}},
+    {**WELL_FORMED, "nodeName": 3},
+    {**WELL_FORMED, "zone": ["z"]},
+    {**WELL_FORMED, "hostname": {}},
+    None,
+    "endpoint",
+]
+
+
+class TestSliceEndpointFastPath:
+    @pytest.mark.parametrize("raw", ENDPOINT_SHAPES)
+    def test_same_record_or_error_as_the_checked_parse(self, raw: Any) -> None:
+        try:
+            want: Endpoint | Exception = _slice_endpoint(raw, "ep")
+        except ParseError as exc:
+            want = exc
+        fast = _fast_endpoint(raw)
+        if isinstance(want, Exception):
+            assert fast is None, "a shape the checked parse refuses is never accepted"
+        else:
+            assert fast is None or fast == want
+
+    def test_the_common_shape_takes_the_fast_path(self) -> None:
+        assert _fast_endpoint(WELL_FORMED) == Endpoint(
+            ("10.0.0.1",), True, True, False, TargetRef("ns", "p", "u", "Pod"), "n1", "z")
+
+
+class TestVersion:
+    def test_identity_and_version_only(self) -> None:
+        raw = {"metadata": {"name": "s", "namespace": "ns", "uid": "u", "resourceVersion": "7",
+                            "generation": 3}, "endpoints": "not read"}
+        assert parse_version(raw, "EndpointSlice") == ObjectVersion("ns", "s", "u", "7", 3)
+
+    def test_identity_is_checked(self) -> None:
+        with pytest.raises(ParseError, match="uid"):
+            parse_version({"metadata": {"name": "s", "namespace": "ns"}}, "EndpointSlice")
 
 
 def selector_json(spec: dict[str, Any], **meta: Any) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from slicectl.model.parse.common import (
     iana_svc_name_error,
     is_dns_subdomain,
 )
-from slicectl.model.parse.objects import parse_node, parse_pod, parse_slice
+from slicectl.model.parse.objects import parse_node, parse_pod, parse_slice, parse_version
 from slicectl.model.parse.selectors import parse_selector
 
 __all__ = [
@@ -32,4 +32,5 @@ __all__ = [
     "parse_pod",
     "parse_selector",
     "parse_slice",
+    "parse_version",
 ]
