@@ -113,7 +113,8 @@ def desired_state(
     namespace, match = selector.namespace, selector.selector.matches
     current: dict[int, _Entry] = {}
     for pod in pods:
-        entry = previous.get(id(pod))
+        pod_id = id(pod)
+        entry = previous.get(pod_id)
         if entry is None or entry[0] is not pod:  # not selected by this spec before
             if not (pod.namespace == namespace and pod_included(pod) and match(pod.labels)):
                 continue
@@ -123,7 +124,7 @@ def desired_state(
         if entry is None or entry[2] != zone:
             entry = (pod, pod.order, zone, _pod_entries(pod, node, selector, shared_ports,
                                                         candidate_families))
-        current[id(pod)] = entry
+        current[pod_id] = entry
     if memo is not None:
         memo.keep(spec, current)
     groups: dict[GroupKey, dict[Identity, Endpoint]] = {}

@@ -8,7 +8,7 @@ briefly duplicated rather than briefly missing) and reports the counts as metric
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 
 from slicectl.model.records import DEFAULT_MANAGED_BY, Endpoint, EndpointPort, SliceRecord
@@ -45,13 +45,13 @@ class SliceUpdate:
     def endpoints_changed(self) -> bool:
         """Order-insensitive: a reordered but equal endpoint list is no change."""
         old, new = self.existing.endpoints, self.spec.endpoints
-        return len(old) != len(new) or Counter(old) != Counter(new)
+        return len(old) != len(new) or _multisets_differ(old, new)
 
     @property
     def ports_changed(self) -> bool:
         """Order-insensitive, and a nil port list equals an empty one."""
-        old = self.existing.ports
-        return len(old) != len(self.spec.ports) or Counter(old) != Counter(self.spec.ports)
+        old, new = self.existing.ports, self.spec.ports
+        return len(old) != len(new) or _multisets_differ(old, new)
 
     @property
     def labels_changed(self) -> bool:
@@ -80,3 +80,9 @@ class Plan:
     @property
     def writes(self) -> int:
         return len(self.creates) + len(self.updates) + len(self.deletes)
+
+
+def _multisets_differ(a: Iterable[Hashable], b: Iterable[Hashable]) -> bool:
+    """``Counter(a) != Counter(b)``, compared as plain dicts (in C): counts built from
+    iterables are all positive, so the two comparisons agree; ``Counter.__eq__`` loops in Python."""
+    return dict.__ne__(Counter(a), Counter(b)) is True

@@ -291,6 +291,14 @@ class TestSliceEndpointFastPath:
         assert _fast_endpoint(WELL_FORMED) == Endpoint(
             ("10.0.0.1",), True, True, False, TargetRef("ns", "p", "u", "Pod"), "n1", "z")
 
+    def test_an_equal_endpoint_is_the_same_record_and_a_different_one_is_not(self) -> None:
+        first = _fast_endpoint(dict(WELL_FORMED))
+        assert first is not None and _fast_endpoint(dict(WELL_FORMED)) is first
+        unready = _fast_endpoint({**WELL_FORMED, "conditions": {"ready": False}})
+        assert unready is not None and not unready.ready and first.ready
+        no_ref = _fast_endpoint({**WELL_FORMED, "targetRef": {}})
+        assert no_ref is not None and no_ref.target is None
+
 
 class TestVersion:
     def test_identity_and_version_only(self) -> None:
