@@ -182,6 +182,19 @@ class Endpoint:
     node_name: str | None = None
     zone: str | None = None
     hostname: str | None = None
+    # Computed once per record on first use (records are shared: see ``model.parse``).
+    _identity: tuple[tuple[str, ...], str | None, str | None, str | None] | None = field(
+        default=None, init=False, repr=False, compare=False)
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        """The dataclass hash of the compared fields, computed once per record."""
+        found = self._hash
+        if found is None:
+            found = hash((self.addresses, self.ready, self.serving, self.terminating,
+                          self.target, self.node_name, self.zone, self.hostname))
+            object.__setattr__(self, "_hash", found)
+        return found
 
     @property
     def identity(self) -> tuple[tuple[str, ...], str | None, str | None, str | None]:
@@ -190,14 +203,18 @@ class Endpoint:
         The pod UID is not part of it, so a pod recreated with the same name and IP (a
         StatefulSet) is updated in place rather than removed and re-added.
         """
-        target = self.target
-        addresses = self.addresses
-        return (
-            tuple(addresses) if len(addresses) < 2 else tuple(sorted(addresses)),
-            self.hostname,
-            target.namespace if target else None,
-            target.name if target else None,
-        )
+        found = self._identity
+        if found is None:
+            target = self.target
+            addresses = self.addresses
+            found = (
+                tuple(addresses) if len(addresses) < 2 else tuple(sorted(addresses)),
+                self.hostname,
+                target.namespace if target else None,
+                target.name if target else None,
+            )
+            object.__setattr__(self, "_identity", found)
+        return found
 
 
 @dataclass(frozen=True, slots=True)
