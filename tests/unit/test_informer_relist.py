@@ -94,10 +94,11 @@ class Recorder:
         self.events.append(("delete", old.name))
 
 
-async def run_until_idle(client: ScriptedClient, recorder: Recorder) -> Informer[PodRecord]:
+async def run_until_idle(client: ScriptedClient, recorder: Recorder,
+                         **options: Any) -> Informer[PodRecord]:
     inf: Informer[PodRecord] = Informer(
         client, PODS, parse_pod, key=lambda p: p.key, handler=recorder,  # type: ignore[arg-type]
-        backoff_initial=0.01, backoff_max=0.02,
+        backoff_initial=0.01, backoff_max=0.02, **options,
     )
     task = asyncio.create_task(inf.run())
     try:
@@ -264,16 +265,6 @@ async def test_streams_timing_out_twice_before_their_end_get_paginated_lists() -
                 yield event
 
     client = Endless([([raw("a", "1")], "4")], [])  # (never popped by a stream)
-    inf: Informer[PodRecord] = Informer(
-        client, PODS, parse_pod, key=lambda p: p.key, watch_timeout=1,  # type: ignore[arg-type]
-        handler=Recorder(), backoff_initial=0.01, backoff_max=0.02,
-    )
-    task = asyncio.create_task(inf.run())
-    try:
-        async with asyncio.timeout(HANG_GUARD):
-            await client.idle.wait()
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+    await run_until_idle(client, Recorder(), watch_timeout=1)
     # one timeout may be a list too big for it; the second in a row means "ignored"
     assert client.watch_versions == ["stream", "stream", "4"] and client.list_calls == 1
