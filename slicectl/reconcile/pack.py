@@ -20,7 +20,10 @@ slice count at the ideal ``ceil(endpoints / max)`` without spending writes it do
    selector that has been quiet for a while, so churn in flight is never compacted): while
    the group is above its ideal count, the smallest untouched slice is emptied into slices
    with room (those written anyway first), if that costs at most the writes left in the
-   budget (its delete, plus one update per untouched slice that receives endpoints).
+   budget (its delete, plus one update per untouched slice that receives endpoints). A donor
+   whose gaps to fill are spread over more slices than the budget affords gives part of its
+   endpoints now (its update plus the receivers affordable) and the rest in later quiet
+   periods, so a group always reaches its ideal count (a rollout leaves such gaps).
 
 Linear in the endpoints apart from sorting the slots: everything is a lookup by identity.
 """
@@ -219,7 +222,11 @@ def _compact(written: list[_Slot], untouched: list[_Slot], empty: list[_Slot], i
             receivers.append(slot)
             room += max_endpoints - len(slot.endpoints)
             cost += slot in untouched
-        if room < need or spent + cost > budget:
+        if room < need:
+            break
+        if spent + cost > budget:
+            spent += _compact_part(donor, receivers, written, untouched, empty,
+                                   budget - spent, max_endpoints)
             break
         for slot in receivers:
             if slot in untouched:
@@ -228,6 +235,33 @@ def _compact(written: list[_Slot], untouched: list[_Slot], empty: list[_Slot], i
         _move_all(donor, receivers, max_endpoints)
         empty.append(donor)
         spent += cost
+    return spent
+
+
+def _compact_part(donor: _Slot, receivers: list[_Slot], written: list[_Slot],
+                  untouched: list[_Slot], empty: list[_Slot], budget: int,
+                  max_endpoints: int) -> int:
+    """A donor too costly to empty at once gives what the budget can move now: its update
+    plus the receivers it affords (slices written anyway cost nothing). It shrinks every time,
+    so later quiet periods empty it; returns the extra writes spent."""
+    afford = budget - 1  # what is left after the donor's update (or delete)
+    if afford < 0:
+        return 0
+    hosts = [s for s in receivers if s not in untouched]
+    bought = [s for s in receivers if s in untouched][:afford]
+    before = {id(s): len(s.endpoints) for s in bought}
+    moved = _fill(sorted(hosts + bought, key=lambda s: (-len(s.endpoints), s.name)),
+                  donor.endpoints, 0, max_endpoints)
+    if moved == 0:
+        return 0
+    donor.endpoints = donor.endpoints[moved:]
+    spent = 1
+    untouched.remove(donor)
+    (written if donor.endpoints else empty).append(donor)
+    for slot in bought:
+        if len(slot.endpoints) > before[id(slot)]:
+            _touch(slot, untouched, written)
+            spent += 1
     return spent
 
 

@@ -133,15 +133,32 @@ def test_budget_bounds_the_extra_writes_and_repeated_syncs_converge() -> None:
     assert sizes(cluster) == [60]
 
 
-def test_budget_too_small_for_a_donor_spends_nothing() -> None:
+def test_budget_too_small_for_a_whole_donor_moves_part_of_it() -> None:
     sel = make_selector()
     cluster, pods = seeded(sel, [60, 60, 60])  # 180 -> ideal 2; a donor of 60 needs 2 hosts
-    pods[0] = replace(pods[0], ready=False)
+    pods[0] = replace(pods[0], ready=False)  # its slice is written anyway: a free host
     p = apply(sel, pods, cluster, budget=1)
-    assert p.writes == 1 and len(cluster.slices) == 3
-    pods[1] = replace(pods[1], ready=False)
-    p = apply(sel, pods, cluster, budget=2)  # a delete and one untouched host: affordable
-    assert len(cluster.slices) == 2 and p.writes == 3
+    assert p.writes == 2 and sizes(cluster) == [20, 60, 100], "40 moved: the donor's update"
+    pods[1] = replace(pods[1], ready=False)  # the same, now full, slice: no free host
+    p = apply(sel, pods, cluster, budget=1)
+    assert p.writes == 1 and sizes(cluster) == [20, 60, 100], "no affordable host: nothing"
+    pods[2] = replace(pods[2], ready=False)
+    p = apply(sel, pods, cluster, budget=2)  # the 20 left: its delete and one host's update
+    assert sizes(cluster) == [80, 100] and p.writes == 3
+
+
+def test_gaps_spread_over_many_slices_still_reach_the_ideal_count() -> None:
+    """A rollout can leave a small slice next to several nearly full ones: emptying it at once
+    needs more hosts than one quiet period's budget; it goes in parts."""
+    sel = make_selector()
+    cluster, pods = seeded(sel, [100, 100, 95, 90, 90, 25])  # 500 -> ideal 5
+    periods = 0
+    while len(cluster.slices) > 5:
+        p = apply(sel, pods, cluster, budget=3)
+        assert 0 < p.writes <= 3, "each quiet period spends within its budget, and something"
+        periods += 1
+        assert periods < 5
+    assert sizes(cluster) == [100] * 5
 
 
 @settings(max_examples=120, deadline=None)
