@@ -34,6 +34,7 @@ import structlog
 from slicectl.cache.index import selector_key as index_key
 from slicectl.cache.informer import Informer
 from slicectl.cache.store import PodStore, Store
+from slicectl.controller.outage import OutageRetries
 from slicectl.controller.publish import StatusPublisher
 from slicectl.controller.queue import ShutDown, WorkQueue
 from slicectl.controller.routing import Router
@@ -63,6 +64,7 @@ log = structlog.get_logger("slicectl.controller")
 # Real API servers send a watch bookmark about once a minute (the watch cache's bookmark
 # frequency); a watch silent for two of those intervals is half-open, not quiet.
 BOOKMARK_INTERVAL = 60.0
+OUTAGE_CHECK = 1.0  # how often keys that failed during an API outage look for its end
 STALE_RECHECK = 1.0  # a sync waiting for the cache is woken by the slice event it waits for;
 # this is only the fallback look if that event never comes (a relist settles it then)
 # A look-up that fails this way says nothing about whether the API is served: retry it.
@@ -133,10 +135,12 @@ class Controller:
         self.metrics = metrics
         self.events = events
         self.queue = WorkQueue()
+        self._outage = OutageRetries()  # keys whose syncs failed for the API server's reasons
         self.tracker = SliceTracker()
         self.pods = PodStore()  # the one copy of every pod: pod informers write, indexes read
         self.router = Router(self.queue, self.tracker, config.selector_apis, config.batch_period,
-                             self.pods)
+                             self.pods,
+                             status_expected=lambda k, s: self.syncer.status_expected(k, s))
         self._slice_counts = (
             SliceCounts(metrics, config.settings.max_endpoints_per_slice) if metrics else None
         )
@@ -284,6 +288,23 @@ class Controller:
         async with asyncio.TaskGroup() as tg:
             for _ in range(self.config.concurrent_syncs):
                 tg.create_task(self._worker())
+            tg.create_task(self._retry_after_outages())
+
+    async def _retry_after_outages(self) -> None:
+        while True:
+            await asyncio.sleep(OUTAGE_CHECK)
+            self.retry_after_outage()
+
+    def retry_after_outage(self) -> None:
+        """Once the API server answers again, retry at once what failed while it was away
+        (syncs and status writes), instead of after backoffs the outage grew (outage.py)."""
+        answered = self.client.last_answer
+        now = time.monotonic()
+        keys = self._outage.due(answered, now) if len(self._outage) else []
+        retried = sum(self.queue.expedite(key) for key in keys)
+        self.status.retry_after_outage(answered, now)
+        if retried:
+            log.info("API server answers again; retrying failed syncs now", selectors=retried)
 
     def _initial_progress(self, synced: str | None = None) -> None:
         pending = self._initial_keys
@@ -335,10 +356,12 @@ class Controller:
             result_name = "error"
             self._initial_progress(key)  # it was tried: readiness does not wait on a bad key
             delay = self.queue.add_rate_limited(key)
+            self._outage.failed(key, exc, time.monotonic())
             log.warning("sync failed", selector=key, error=str(exc), retry_in=round(delay, 3),
                         failures=self.queue.failures(key))
         else:
             self.queue.forget(key)
+            self._outage.succeeded(key)
             self._initial_progress(key)
             if result.retry_after is not None:
                 self.queue.add(key, result.retry_after)

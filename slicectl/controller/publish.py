@@ -10,9 +10,10 @@ A status write that fails for a reason that can pass (a 5xx, a 429 past the clie
 connection error, a timeout, a 403 until RBAC is fixed) is retried with backoff (1 s doubling to
 1 min) until it lands or a newer status for the same selector supersedes it: the next sync may
 never come in steady state, so "left to the next sync" could leave the status wrong for good.
-It is dropped when it cannot land (the selector is gone: 404; the patch is invalid: 422), when
-this replica may no longer write (the new leader writes its own), and on a non-API exception
-(a bug, logged).
+When the API server answers again after an outage, the writes that failed during it go at once
+(:mod:`slicectl.controller.outage`). A status write is dropped when it cannot land (the
+selector is gone: 404; the patch is invalid: 422), when this replica may no longer write (the
+new leader writes its own), and on a non-API exception (a bug, logged).
 
 A bounded pool of senders drains the pending statuses in submission order, so a takeover that
 syncs 10k selectors at once queues 10k small entries, not 10k tasks all waiting for tokens; a
@@ -22,12 +23,14 @@ selector backing off after a failure does not hold a sender.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aiohttp
 import structlog
 
+from slicectl.controller.outage import OutageRetries
 from slicectl.election.gate import NotLeading
 from slicectl.kube.errors import ApiError, Invalid, NotFound
 from slicectl.model.records import SelectorRecord
@@ -55,6 +58,7 @@ class StatusPublisher:
         self._in_flight: set[str] = set()
         self._failures: dict[str, int] = {}
         self._not_before: dict[str, float] = {}  # loop time a backing-off key may go again
+        self._outage = OutageRetries()
         self._timers: set[asyncio.TimerHandle] = set()
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -90,6 +94,7 @@ class StatusPublisher:
             try:
                 await self._write(selector, patch)
                 self._failures.pop(key, None)
+                self._outage.succeeded(key)
             except Exception as exc:
                 self._failed(key, selector, patch, exc)
             finally:
@@ -99,8 +104,10 @@ class StatusPublisher:
                 exc: Exception) -> None:
         if not _retryable(exc):
             self._failures.pop(key, None)
+            self._outage.succeeded(key)  # nothing left to retry for it
             log.warning("status write failed; dropped", selector=key, error=str(exc))
             return
+        self._outage.failed(key, exc, time.monotonic())
         failures = self._failures.get(key, 0)
         delay = min(RETRY_CAP, RETRY_BASE * 2.0 ** min(failures, 16))
         self._failures[key] = failures + 1
@@ -111,6 +118,17 @@ class StatusPublisher:
         self._not_before[key] = loop.time() + delay
         timer = loop.call_later(delay, self._retry_due)
         self._timers.add(timer)
+
+    def retry_after_outage(self, answered_at: float, now: float) -> None:
+        """The API server answered at ``answered_at`` (monotonic): retry now the writes that
+        failed server-side before that, whatever their backoff says."""
+        if not len(self._outage):
+            return
+        due = [k for k in self._outage.due(answered_at, now) if k in self._pending]
+        for key in due:
+            self._not_before.pop(key, None)
+        if due:
+            self._kick()
 
     def _retry_due(self) -> None:
         now = asyncio.get_running_loop().time()

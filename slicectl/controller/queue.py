@@ -184,6 +184,14 @@ class WorkQueue:
         self.add(key, delay, changed_at=self._oldest_change.get(key))
         return delay
 
+    def expedite(self, key: str) -> bool:
+        """Retry a backing-off ``key`` now (under the global bucket), keeping its failure count:
+        the failures it waited for were the API server's, and the server is back."""
+        if key not in self._ready_at or not self._failures.get(key):
+            return False
+        self._schedule(key, self._loop.time() + self._bucket.reserve())
+        return True
+
     def forget(self, key: str) -> None:
         """Reset the backoff of ``key`` after a successful sync."""
         self._failures.pop(key, None)
