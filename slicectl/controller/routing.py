@@ -11,7 +11,8 @@ index and adds keys to the queue — no listing, no scanning of every selector:
 * a **selector** event syncs that selector at once. A selector that turns invalid stays indexed
   under its last valid spec (same uid), so pod events keep reaching it and its slices keep
   following that spec's pods (see :mod:`slicectl.controller.sync`); :meth:`Router.selector`
-  hands the syncer that spec together with the current error;
+  hands the syncer that spec together with the current error. A change of its status alone
+  syncs it only when the status is not what its last sync wanted (not our own write's echo);
 * a **slice** event syncs its selector when the tracker says it was not our own write
   (an edit or a deletion by someone else), or when that selector's sync is waiting for the
   cache to show its own writes (the echo it waited for has come);
@@ -32,8 +33,9 @@ one namespace never share a key or each other's slices.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
 from slicectl.cache.index import SelectedPods, SelectorIndex, keys_to_sync
 from slicectl.cache.store import PodStore
@@ -73,8 +75,11 @@ class Router:
         apis: Sequence[SelectorRef],
         batch_period: float,
         pods: PodStore | None = None,
+        status_expected: Callable[[str, Mapping[str, Any]], bool] | None = None,
     ) -> None:
         self.queue = queue
+        # Whether a selector's status is what its last sync wanted (see selector_updated).
+        self._status_expected = status_expected or (lambda _key, _status: False)
         self.tracker = tracker
         self.apis = tuple(apis)
         self.batch_period = batch_period
@@ -171,11 +176,16 @@ class Router:
 
     def selector_updated(self, old: SelectorRecord, new: SelectorRecord) -> None:
         self._index_selector(new)
-        # Status writes (ours) change neither: they need no sync.
+        key = record_key(new)
         if (old.generation, old.labels, old.deleting, old.uid, old.error) != (
             new.generation, new.labels, new.deleting, new.uid, new.error
         ):
-            self._enqueue([record_key(new)], False)
+            self._enqueue([key], False)
+        elif old.status != new.status and not self._status_expected(key, new.status):
+            # Not the echo of our own status write: someone else's, or ours seen late after a
+            # watch gap while a sync compared against the older one. Sync (no change, so no
+            # trigger time) to put it right; held like a repair so two writers cannot loop.
+            self.queue.add(key, min_interval=REPAIR_MIN_INTERVAL)
 
     def selector_deleted(self, old: SelectorRecord) -> None:
         self.selected.selector_changed(self.selectors.remove(record_key(old)), None)

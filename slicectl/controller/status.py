@@ -50,6 +50,7 @@ class Outcome:
 class Decision:
     patch: dict[str, Any] | None  # merge patch for the status subresource, or None
     retry_after: float | None  # counts held back: sync again after this many seconds
+    want: dict[str, Any]  # the status the selector should carry, written now or not
 
 
 def _ready_condition(sel: SelectorRecord) -> Mapping[str, Any] | None:
@@ -105,6 +106,11 @@ def _counts(status: Mapping[str, Any]) -> tuple[Any, ...]:
     return (status.get("endpoints"), status.get("readyEndpoints"), status.get("endpointSlices"))
 
 
+def same_status(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Whether two statuses say the same (transition times aside)."""
+    return _significant(a) == _significant(b) and _counts(a) == _counts(b)
+
+
 def decide(
     sel: SelectorRecord,
     outcome: Outcome,
@@ -117,9 +123,9 @@ def decide(
     want = desired_status(sel, outcome)
     have = sel.status
     if _significant(want) != _significant(have):
-        return Decision(patch={"status": want}, retry_after=None)
+        return Decision({"status": want}, None, want)
     if _counts(want) == _counts(have):
-        return Decision(patch=None, retry_after=None)
+        return Decision(None, None, want)
     if last_write is None or now - last_write >= period:
-        return Decision(patch={"status": want}, retry_after=None)
-    return Decision(patch=None, retry_after=period - (now - last_write))
+        return Decision({"status": want}, None, want)
+    return Decision(None, period - (now - last_write), want)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Protocol
+from typing import Any, Protocol
 
 import structlog
 
@@ -32,6 +32,7 @@ from slicectl.controller.status import (
     Counts,
     Outcome,
     decide,
+    same_status,
 )
 from slicectl.controller.tracker import SliceTracker
 from slicectl.controller.writer import NotLeading, SliceVanished, SliceWriter, WriteResult
@@ -147,12 +148,19 @@ class Syncer:
         self._last_status_write: dict[str, float] = {}
         self._last_change: dict[str, float] = {}  # key -> last sync that carried a change
         self._memos: dict[str, EndpointMemo] = {}  # key -> its pods' endpoints, last sync
+        self._wanted: dict[str, dict[str, Any]] = {}  # key -> status the last sync wanted
 
     def forget(self, key: str) -> None:
         self._tracker.forget(key)
         self._last_status_write.pop(key, None)
         self._last_change.pop(key, None)
         self._memos.pop(key, None)
+        self._wanted.pop(key, None)
+
+    def status_expected(self, key: str, status: Mapping[str, Any]) -> bool:
+        """Whether ``status`` is what the last sync of ``key`` wanted (our own write seen)."""
+        want = self._wanted.get(key)
+        return want is not None and same_status(want, status)
 
     def _compaction_budget(self, key: str, trigger: float | None) -> tuple[int, float]:
         """Extra writes this sync may spend, and how long the selector has been quiet."""
@@ -270,6 +278,7 @@ class Syncer:
             now=now,
             period=self._status_period,
         )
+        self._wanted[key] = decision.want
         if decision.patch is not None:
             self._status.submit(key, sel, decision.patch)
             self._last_status_write[key] = now

@@ -146,8 +146,10 @@ async def test_node_zone_change_queues_the_selectors_of_its_pods() -> None:
     assert pending(r) == {record_key(web)}
 
 
-async def test_status_only_selector_update_is_not_a_sync() -> None:
-    r = router()
+async def test_the_echo_of_our_own_status_write_is_not_a_sync() -> None:
+    wanted = {"endpoints": 3}
+    r = Router(WorkQueue(), SliceTracker(), (SLICECTL, GATEWAY), BATCH,
+               status_expected=lambda _key, status: status == wanted)
     web = make_selector("web")
     r.selector_added(web)
     drain(r)
@@ -155,6 +157,20 @@ async def test_status_only_selector_update_is_not_a_sync() -> None:
     assert pending(r) == set()
     r.selector_updated(web, replace(web, generation=2, resource_version="10"))
     assert pending(r) == {record_key(web)}
+
+
+async def test_a_status_that_is_not_what_the_last_sync_wanted_syncs_the_selector() -> None:
+    """Someone else's status write, or ours seen late after a watch gap (issue 8, restart)."""
+    r = Router(WorkQueue(), SliceTracker(), (SLICECTL, GATEWAY), BATCH,
+               status_expected=lambda _key, status: status == {"endpoints": 45})
+    web = make_selector("web")
+    r.selector_added(web)
+    drain(r)
+    r.selector_updated(web, replace(web, resource_version="9", status={"endpoints": 47}))
+    assert pending(r) == {record_key(web)}
+    key, _, trigger = await r.queue.get()
+    assert key == record_key(web)
+    assert trigger is None, "a status is no pod change: it carries no trigger time"
 
 
 async def test_only_changes_that_can_remove_an_endpoint_are_marked_removals() -> None:

@@ -10,6 +10,7 @@ from slicectl.controller.status import (
     Outcome,
     decide,
     desired_status,
+    same_status,
 )
 from slicectl.model.records import SelectorRecord, SelectorRef
 from slicectl.model.selector import from_label_selector
@@ -68,3 +69,13 @@ def test_invalid_spec_turns_ready_false_and_keeps_transition_time_stable() -> No
     assert again["conditions"][0]["lastTransitionTime"] == "2026-01-01T00:00:00Z"
     flipped = desired_status(replace(SEL, status=first), OK, now="2026-03-03T00:00:00Z")
     assert flipped["conditions"][0]["lastTransitionTime"] == "2026-03-03T00:00:00Z"
+
+
+def test_decide_says_what_it_wants_even_when_it_holds_the_write_back() -> None:
+    sel = replace(SEL, status=desired_status(SEL, OK))
+    fewer = Outcome(Counts(endpoints=249, ready_endpoints=248, endpoint_slices=3))
+    held = decide(sel, fewer, last_write=0.0, now=1.0, period=10.0)
+    assert held.patch is None and held.retry_after == 9.0
+    assert same_status(held.want, desired_status(sel, fewer))
+    assert not same_status(held.want, sel.status)
+    assert same_status(decide(sel, OK, last_write=0.0, now=1.0, period=10.0).want, sel.status)
