@@ -8,9 +8,12 @@ of the API server a selector could stay stale for minutes while nothing else cha
 
 This module decides which failing keys to retry early: those whose last failure was the
 server's (:func:`server_side`) and happened before the server's latest answer. A key is retried
-early at most once per ``guard`` seconds, so a key whose own requests keep failing with a 5xx
-(an admission webhook that rejects it, say) while the server answers everyone else still backs
-off; its failure count is kept, so its next failure continues the backoff where it was.
+early at most once per ``guard`` (10 s), so a key whose own requests keep failing with a 5xx
+(an admission webhook that rejects it, say) while the server answers everyone else costs one
+request per 10 s, not a hot loop; its failure count is kept, so its next failure continues the
+backoff where it was. Under a fault that loses only the answers to writes (the server answers
+everything else), a failing key is thus retried every 10 s, and put right at most that long
+after the fault ends.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import aiohttp
 
 from slicectl.kube.errors import ApiError
 
-EXPEDITE_GUARD = 30.0  # seconds between two early retries of the same key
+EXPEDITE_GUARD = 10.0  # seconds between two early retries of the same key
 
 
 def server_side(exc: BaseException) -> bool:
@@ -41,7 +44,7 @@ def server_side(exc: BaseException) -> bool:
 class OutageRetries:
     """Per key: when its last server-side failure happened, and when it was last retried early.
 
-    Times are monotonic seconds, the clock of :attr:`KubeClient.last_answer`.
+    Times are monotonic seconds, the clock of :class:`slicectl.kube.answers.Answers`.
     """
 
     def __init__(self, guard: float = EXPEDITE_GUARD) -> None:

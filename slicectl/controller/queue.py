@@ -185,11 +185,13 @@ class WorkQueue:
         return delay
 
     def expedite(self, key: str) -> bool:
-        """Retry a backing-off ``key`` now (under the global bucket), keeping its failure count:
-        the failures it waited for were the API server's, and the server is back."""
+        """Retry a backing-off ``key`` now, keeping its failure count: the failures it waited
+        for were the API server's, and the server is back. Not through the retry bucket: the
+        failed syncs of an outage leave it tens of seconds in debt, and the caller already
+        limits how often a key is expedited (controller/outage.py)."""
         if key not in self._ready_at or not self._failures.get(key):
             return False
-        self._schedule(key, self._loop.time() + self._bucket.reserve())
+        self._schedule(key, self._loop.time())
         return True
 
     def forget(self, key: str) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 import aiohttp
@@ -16,6 +16,7 @@ from slicectl.controller.controller import Controller, ControllerConfig
 from slicectl.controller.outage import EXPEDITE_GUARD, OutageRetries, server_side
 from slicectl.controller.publish import StatusPublisher
 from slicectl.controller.sync import SyncFailed
+from slicectl.kube.answers import Answers
 from slicectl.kube.client import KubeClient
 from slicectl.kube.errors import Invalid, ServerError, TooManyRequests
 from tests.unit.test_status_retry import SEL
@@ -46,7 +47,7 @@ def test_only_the_servers_failures_count(cause: BaseException, expected: bool) -
 
 @dataclass
 class _Client:
-    last_answer: float = float("-inf")
+    answers: Answers = field(default_factory=Answers)
 
 
 class _Syncer:
@@ -77,7 +78,9 @@ async def test_a_key_that_failed_during_an_outage_is_retried_when_the_server_ans
     assert _wait(controller) > 60, "eight failures grew the backoff past a minute"
     controller.retry_after_outage()
     assert _wait(controller) > 60, "the server has not answered since: keep waiting"
-    client.last_answer = time.monotonic()
+    for _ in range(500):  # the outage's other failed syncs left the retry bucket in debt
+        controller.queue._bucket.reserve()
+    client.answers.note(200)
     controller.retry_after_outage()
     assert _wait(controller) < 2
     assert controller.queue.failures(KEY) == 8, "its failure count is kept"
@@ -87,20 +90,20 @@ async def test_a_key_that_failed_during_an_outage_is_retried_when_the_server_ans
 
 async def test_a_key_the_server_rejects_keeps_its_backoff() -> None:
     controller, client = await _failing_controller(Invalid(422, "Invalid", "bad slice"), 8)
-    client.last_answer = time.monotonic()
+    client.answers.note(200)
     controller.retry_after_outage()
     assert _wait(controller) > 60
 
 
 async def test_a_key_whose_own_requests_fail_with_5xx_is_retried_early_once_per_guard() -> None:
     controller, client = await _failing_controller(ServerError(500, "InternalError", "webhook"), 8)
-    client.last_answer = time.monotonic()
+    client.answers.note(200)
     controller.retry_after_outage()
     assert _wait(controller) < 2
     key, _, _ = await controller.queue.get()
     await controller._process(key, None)  # fails again while the server answers everyone else
     controller.queue.done(key)
-    client.last_answer = time.monotonic()
+    client.answers.note(200)
     controller.retry_after_outage()
     assert _wait(controller) > 60, "within the guard, the grown backoff holds"
 
