@@ -23,7 +23,8 @@ from the last resourceVersion seen, bookmarks included. A 410 Gone or any ``ERRO
 means the resourceVersion is no longer usable: the informer lists again and emits exactly the
 differences against its store (adds, updates for a changed resourceVersion, deletes for
 vanished keys), never reusing the expired version. Connection failures back off (exponential,
-jittered, capped).
+jittered, capped at 30 s as client-go's reflector), and the backoff ends early once the server
+answers another request again (:mod:`slicectl.kube.answers`).
 
 A malformed object (parse raises, or not a JSON object) is logged once and skipped: the store
 keeps what it had for that key. Handlers are synchronous and must be cheap; the per-event path
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import random
 import time
 from collections.abc import Callable
@@ -53,6 +55,8 @@ _MALFORMED_MEMORY = 10_000
 _CHECK_EVERY = 16  # list items handled between two looks at the clock
 _SLICE = 0.005  # seconds of list handling between two yields to the event loop
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+EARLY_RESUME_GUARD = 5.0  # seconds between two backoffs ended early by an answer (see _pause)
+EARLY_RESUME_SPREAD = 0.2  # informers resuming at one answer spread over this many seconds
 
 
 class Versioned(Protocol):
@@ -159,6 +163,7 @@ class Informer(Generic[T]):
         self.store: Store[T] = store if store is not None else Store()
         self.synced = asyncio.Event()
         self.stats = InformerStats()
+        self._resumed_early = -math.inf  # when a backoff last ended early (see _pause)
         self._log = _log.bind(resource=resource.plural, namespace=namespace or "")
 
     @property
@@ -217,7 +222,23 @@ class Informer(Generic[T]):
             if delay:
                 self.stats.failures += 1
                 self.stats.consecutive_failures += 1
-                await asyncio.sleep(delay)
+                await self._pause(delay)
+
+    async def _pause(self, delay: float) -> None:
+        """Back off ``delay`` seconds, or less: once the server answers any request after this
+        failure it is back, and a backoff grown while it was away would only keep the cache
+        stale. Such an early end comes at most once per ``EARLY_RESUME_GUARD``, so a watch
+        that fails on its own while the server answers everyone else still backs off."""
+        failed = time.monotonic()
+        hold = self._resumed_early + EARLY_RESUME_GUARD - failed
+        if hold >= delay:
+            await asyncio.sleep(delay)
+            return
+        if hold > 0:
+            await asyncio.sleep(hold)
+        if await self._client.answers.after(failed, delay - max(hold, 0.0)):
+            self._resumed_early = time.monotonic()
+            await asyncio.sleep(random.uniform(0.0, EARLY_RESUME_SPREAD))
 
     def _backoff(self, failures: int) -> float:
         ceiling = min(self._backoff_max, self._backoff_initial * (2.0 ** min(failures, 30)))

@@ -298,7 +298,7 @@ class Controller:
     def retry_after_outage(self) -> None:
         """Once the API server answers again, retry at once what failed while it was away
         (syncs and status writes), instead of after backoffs the outage grew (outage.py)."""
-        answered = self.client.last_answer
+        answered = self.client.answers.last
         now = time.monotonic()
         keys = self._outage.due(answered, now) if len(self._outage) else []
         retried = sum(self.queue.expedite(key) for key in keys)

@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import builtins
 import contextlib
-import math
 import time
 from collections.abc import AsyncGenerator, Callable, Iterable
 from dataclasses import dataclass
@@ -35,6 +34,7 @@ import aiohttp
 import orjson
 import structlog
 
+from slicectl.kube.answers import Answers
 from slicectl.kube.config import Connection, load_connection
 from slicectl.kube.errors import (
     ApiError,
@@ -102,7 +102,7 @@ class KubeClient:
             connector=connector, headers={"User-Agent": settings.user_agent}
         )
         self.malformed_lines = 0  # watch lines skipped as malformed
-        self.last_answer = -math.inf  # monotonic time of the last answer other than a 5xx
+        self.answers = Answers()  # whether the server answers: ends outage backoffs early
 
     @classmethod
     async def connect(
@@ -386,8 +386,7 @@ class KubeClient:
         return kwargs
 
     def _report(self, method: str, path: str, watch: bool, status: int, started: float) -> None:
-        if 0 < status < 500:  # the server is there and working (0: no answer at all)
-            self.last_answer = time.monotonic()
+        self.answers.note(status)
         if self._on_request is not None:
             verb, resource = request_labels(method, path, watch)
             self._on_request(verb, resource, status, time.monotonic() - started)

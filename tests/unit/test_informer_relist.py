@@ -7,9 +7,12 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
+import aiohttp
 import pytest
 
+from slicectl.cache import informer as informer_module
 from slicectl.cache.informer import FanOut, Informer
+from slicectl.kube.answers import Answers
 from slicectl.kube.client import ListPage
 from slicectl.kube.errors import Gone, Invalid, ServerError
 from slicectl.kube.resources import PODS
@@ -40,6 +43,7 @@ class ScriptedClient:
         self.lists = lists
         self.watches = watches
         self.streaming = streaming
+        self.answers = Answers()
         self.watch_versions: list[str] = []  # "stream" for a streamed list
         self.list_calls = 0
         self.idle = asyncio.Event()
@@ -268,3 +272,53 @@ async def test_streams_timing_out_twice_before_their_end_get_paginated_lists() -
     await run_until_idle(client, Recorder(), watch_timeout=1)
     # one timeout may be a list too big for it; the second in a row means "ignored"
     assert client.watch_versions == ["stream", "stream", "4"] and client.list_calls == 1
+
+
+async def _resumes_within(client: ScriptedClient, seconds: float) -> Informer[PodRecord]:
+    """Run with a minute of backoff per failure; fail unless every script played in time."""
+    inf: Informer[PodRecord] = Informer(
+        client, PODS, parse_pod, key=lambda p: p.key,  # type: ignore[arg-type]
+        handler=Recorder(), backoff_initial=60.0, backoff_max=60.0, stream_lists=False)
+    task = asyncio.create_task(inf.run())
+    try:
+        async with asyncio.timeout(seconds):
+            await client.idle.wait()
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    return inf
+
+
+async def test_a_backoff_ends_when_the_server_answers_again() -> None:
+    """Issue 8 (API server restart): a reconnect backoff grown while the server was away ends
+    once any request is answered again, not up to 30 s later."""
+    refused = aiohttp.ClientConnectionError("Connect call failed")
+    added = [WatchEvent("ADDED", raw("a", "2"))]
+    client = ScriptedClient([([], "1")], [[refused], added])
+
+    async def server_back() -> None:
+        await asyncio.sleep(0.2)
+        client.answers.note(200)  # e.g. another informer's watch opened
+
+    back = asyncio.create_task(server_back())
+    inf = await _resumes_within(client, HANG_GUARD)
+    await back
+    assert list(inf.store.keys()) == ["ns/a"]
+    assert inf.stats.failures == 1
+
+
+async def test_answers_end_a_backoff_early_at_most_once_per_guard() -> None:
+    """A watch failing on its own while the server answers everyone else still backs off."""
+    refused = aiohttp.ClientConnectionError("Connect call failed")
+    client = ScriptedClient([([], "1")], [[refused], [refused], []])
+
+    async def others_answered() -> None:  # the server answers others all along
+        while True:
+            client.answers.note(200)
+            await asyncio.sleep(0.05)
+
+    others = asyncio.create_task(others_answered())
+    with pytest.raises(TimeoutError):
+        await _resumes_within(client, informer_module.EARLY_RESUME_GUARD / 2)
+    others.cancel()
+    assert client.watch_versions == ["1", "1"], "one early resume, then the minute's backoff"

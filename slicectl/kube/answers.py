@@ -1,0 +1,49 @@
+"""Is the API server answering? The one signal that backoffs grown during an outage may end.
+
+Retries back off while the API server fails (informers up to 30 s, syncs up to 5 min): right
+while it is away, but after it is back a long backoff only leaves the caches and the slices
+stale. Every request the client makes reports its outcome here; any HTTP answer below 500 (a
+watch that opened, a write that landed, a 404 or a 409 too) proves the server is there and
+working. Callers waiting out a failure ask to be woken by the first such answer after it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import time
+
+
+class Answers:
+    def __init__(self) -> None:
+        self.last = -math.inf  # monotonic time of the last answer other than a 5xx
+        self._waiters: list[asyncio.Future[None]] = []
+
+    def note(self, status: int) -> None:
+        """One request finished with ``status`` (0: no answer at all)."""
+        if not 0 < status < 500:
+            return
+        self.last = time.monotonic()
+        if self._waiters:
+            for waiter in self._waiters:
+                if not waiter.done():
+                    waiter.set_result(None)
+            self._waiters.clear()
+
+    async def after(self, since: float, within: float) -> bool:
+        """Wait until the server answers a request after ``since`` (monotonic seconds), at most
+        ``within`` seconds; whether it did."""
+        if self.last > since:
+            return True
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            async with asyncio.timeout(within):
+                await waiter
+            return True
+        except TimeoutError:
+            return False
+        finally:
+            with contextlib.suppress(ValueError):
+                self._waiters.remove(waiter)
