@@ -16,15 +16,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import json
-import os
 import signal
-import socket
-import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
@@ -35,13 +30,13 @@ from slicectl.kube.resources import LEASES
 from tests.integration.conftest import Cluster
 from tests.integration.support import (
     ESEL,
-    ROOT,
     create_pod,
     ensure_node,
     selector_body,
     slices_of,
     wait_until,
 )
+from tests.reliability.procs import Election, Replica
 
 LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD = 3.0, 2.0, 0.5
 LEASE_NAME = "slicectl"
@@ -52,78 +47,10 @@ WEB = {"app": "web"}
 HTTP_PORT = [{"name": "http", "protocol": "TCP", "targetPort": "http"}]
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class Replica:
-    """One ``slicectl run`` subprocess with its own metrics and probe ports."""
-
-    def __init__(self, name: str, kubeconfig: str, ns: str, log_dir: Path) -> None:
-        self.name = name
-        self.metrics_port = free_port()
-        self.health_port = free_port()
-        self.log_path = log_dir / f"{name}.log"
-        self.args = [
-            sys.executable, "-m", "slicectl", "run",
-            "--kubeconfig", kubeconfig, "--namespace", ns,
-            "--leader-elect=true",
-            f"--leader-elect-lease-duration={LEASE_DURATION:g}s",
-            f"--leader-elect-renew-deadline={RENEW_DEADLINE:g}s",
-            f"--leader-elect-retry-period={int(RETRY_PERIOD * 1000)}ms",
-            f"--leader-elect-resource-namespace={ns}",
-            f"--leader-elect-resource-name={LEASE_NAME}",
-            f"--metrics-bind-address=127.0.0.1:{self.metrics_port}",
-            f"--health-probe-bind-address=127.0.0.1:{self.health_port}",
-            "--log-format=json",
-        ]
-        self.proc: asyncio.subprocess.Process | None = None
-
-    async def start(self) -> None:
-        with self.log_path.open("wb") as out:  # the child keeps its own copy of the descriptor
-            self.proc = await asyncio.create_subprocess_exec(
-                *self.args, stdout=out, stderr=asyncio.subprocess.STDOUT, cwd=ROOT,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"})
-
-    @property
-    def pid(self) -> int:
-        assert self.proc is not None
-        return self.proc.pid
-
-    def signal(self, sig: signal.Signals) -> None:
-        assert self.proc is not None
-        self.proc.send_signal(sig)
-
-    async def kill(self) -> None:
-        """SIGKILL (if still running) and reap; used by the test's finally block."""
-        if self.proc is None or self.proc.returncode is not None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            self.proc.kill()
-        await self.proc.wait()
-
-    def log_lines(self) -> list[dict[str, Any]]:
-        lines: list[dict[str, Any]] = []
-        for raw in self.log_path.read_text(errors="replace").splitlines():
-            with contextlib.suppress(ValueError):
-                doc = json.loads(raw)
-                if isinstance(doc, dict):
-                    lines.append(doc)
-        return lines
-
-    def leading_identity(self) -> str | None:
-        """The identity this replica logged when it last started leading."""
-        ids = [str(line["identity"]) for line in self.log_lines()
-               if line.get("event") == "started leading" and "identity" in line]
-        return ids[-1] if ids else None
-
-    def logged(self, text: str) -> bool:
-        return any(text in str(line.get("event", "")) for line in self.log_lines())
-
-    def tail(self) -> str:
-        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-30:])
+def _replica(name: str, cluster: Cluster, log_dir: Path) -> Replica:
+    election = Election(lease=LEASE_DURATION, renew=RENEW_DEADLINE, retry=RETRY_PERIOD,
+                        namespace=cluster.namespace, name=LEASE_NAME)
+    return Replica(name, cluster.kubeconfig, [cluster.namespace], log_dir, election)
 
 
 class Probe:
@@ -232,7 +159,7 @@ async def test_one_writer_and_failover_on_kill_and_term(cluster: Cluster, tmp_pa
             await create_pod(client, ns, f"web-{i}", f"10.1.0.{i + 1}", WEB, node=f"node-{i % 2}")
         await client.create(ESEL, selector_body("web", WEB, ports=HTTP_PORT), ns)
 
-        a, b = (Replica(n, cluster.kubeconfig, ns, tmp_path) for n in ("a", "b"))
+        a, b = (_replica(n, cluster, tmp_path) for n in ("a", "b"))
         replicas += [a, b]
         await asyncio.gather(a.start(), b.start())
 
@@ -274,7 +201,7 @@ async def test_one_writer_and_failover_on_kill_and_term(cluster: Cluster, tmp_pa
         assert holder and holder == survivor.leading_identity()
 
         # -- SIGTERM the leader (the survivor, with a fresh standby) ---------------------------
-        fresh = Replica("c", cluster.kubeconfig, ns, tmp_path)
+        fresh = _replica("c", cluster, tmp_path)
         replicas.append(fresh)
         await fresh.start()
         await wait_until(lambda: probe.ready(fresh), what="fresh standby /readyz 200")

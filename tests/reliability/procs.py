@@ -122,6 +122,12 @@ class Replica:
             self.proc.kill()
             await self.proc.wait()
 
+    def signal(self, sig: signal.Signals) -> None:
+        """Send ``sig`` as the test's own act, without waiting for the process to go."""
+        assert self.proc is not None
+        self.killed_by_test = True
+        self.proc.send_signal(sig)
+
     def pause(self) -> None:
         assert self.proc is not None
         self.paused = self.was_paused = True
@@ -172,6 +178,15 @@ class Replica:
                 if isinstance(doc, dict):
                     lines.append(doc)
         return lines
+
+    def leading_identity(self) -> str | None:
+        """The identity this replica logged when it last started leading."""
+        ids = [str(line["identity"]) for line in self.log_lines()
+               if line.get("event") == "started leading" and "identity" in line]
+        return ids[-1] if ids else None
+
+    def logged(self, text: str) -> bool:
+        return any(text in str(line.get("event", "")) for line in self.log_lines())
 
     def tail(self, n: int = 25) -> str:
         if not self.log_path.exists():

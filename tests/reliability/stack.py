@@ -82,6 +82,15 @@ class Stack:
     def churn(self, **kw: object) -> Churn:
         return Churn(self.client, self.ns, **kw)  # type: ignore[arg-type]
 
+    async def churning_solo(self, target: int, seed: int) -> tuple[Churn, Replica]:
+        """Most scenarios' start: pods filled to ``target`` (churn ``seed``), then one replica,
+        "solo", started and converged."""
+        churn = self.churn(target=target, seed=seed)
+        await churn.fill()
+        solo = await self.add_replica("solo")
+        await self.converge()
+        return churn, solo
+
     async def converge(self, limit: float = 30.0, *, deleted: set[str] = frozenset(),  # type: ignore[assignment]
                        foreign: dict[str, str] | None = None,
                        quiet: float = 0.0) -> tuple[float, checker.Verdict]:

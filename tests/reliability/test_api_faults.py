@@ -51,10 +51,7 @@ async def test_errors_and_throttling_before_and_after_the_server_acted(
     async with stack(tmp_path) as s:
         assert s.server is not None
         faults = s.server.faults
-        churn = s.churn(target=sizes.pods, seed=4)
-        await churn.fill()
-        await s.add_replica("solo")
-        await s.converge()
+        churn, _ = await s.churning_solo(sizes.pods, seed=4)
 
         def on() -> None:
             faults.error_rate, faults.throttle_rate = 0.2, 0.1
@@ -89,10 +86,7 @@ async def test_lost_responses(tmp_path: Path, sizes: Sizes) -> None:
     async with stack(tmp_path) as s:
         assert s.server is not None
         faults = s.server.faults
-        churn = s.churn(target=sizes.pods, seed=5)
-        await churn.fill()
-        await s.add_replica("solo")
-        await s.converge()
+        churn, _ = await s.churning_solo(sizes.pods, seed=5)
 
         def on() -> None:
             faults.lost_response_rate = 0.5
@@ -113,10 +107,7 @@ async def test_lost_create_responses_make_no_duplicate(tmp_path: Path, sizes: Si
     async with stack(tmp_path) as s:
         assert s.server is not None
         faults = s.server.faults
-        churn = s.churn(target=sizes.pods, seed=6)
-        await churn.fill()
-        await s.add_replica("solo")
-        await s.converge()
+        churn, _ = await s.churning_solo(sizes.pods, seed=6)
         before = 0
         new = {"tier-y": {"tier": "y"}, "b-and-x": {"app": "b", "tier": "x"},
                "c-and-y": {"app": "c", "tier": "y"}, "app-c": {"app": "c"}}
@@ -175,10 +166,7 @@ async def test_api_server_restart_keeps_objects_resets_history(tmp_path: Path,
     async with stack(tmp_path) as s:
         assert s.server is not None
         faults = s.server.faults
-        churn = s.churn(target=sizes.pods, seed=6)
-        await churn.fill()
-        await s.add_replica("solo")
-        await s.converge()
+        churn, _ = await s.churning_solo(sizes.pods, seed=6)
         restarts = max(2, int(sizes.fault_seconds // 3))
 
         async def restart() -> None:

@@ -147,10 +147,7 @@ async def test_fuzzed_bad_input(tmp_path: Path, sizes: Sizes) -> None:
         faults = s.server.faults
         await workload.apply_crd(s.client, unchecked_crd())
         await prepare(s.client, s.ns, SELECTORS, crd=False)
-        churn = s.churn(target=sizes.pods, seed=31)
-        await churn.fill()
-        solo = await s.add_replica("solo")
-        await s.converge()
+        churn, solo = await s.churning_solo(sizes.pods, seed=31)
         n = sizes.fuzz_examples
         specs, pods, junk = collect(bad_specs(), n), collect(odd_pods(), n), collect(
             junk_pods(), n)
@@ -247,10 +244,7 @@ async def test_selector_turning_invalid_never_lists_gone_pods(tmp_path: Path,
     async with stack(tmp_path, world=False) as s:
         await workload.apply_crd(s.client, unchecked_crd())
         await prepare(s.client, s.ns, SELECTORS, crd=False)
-        churn = s.churn(target=sizes.pods, seed=32)
-        await churn.fill()
-        await s.add_replica("solo")
-        await s.converge()
+        churn, _ = await s.churning_solo(sizes.pods, seed=32)
         await retrying(lambda: s.client.patch(ESEL, "app-a", {"spec": {"selector": {
             "matchLabels": None, "matchExpressions": [
                 {"key": "app", "operator": "Is", "values": ["a"]}]}}}, s.ns))

@@ -90,10 +90,7 @@ def impostor(name: str, selector: str, ip: str, owner: dict[str, Any]) -> dict[s
 async def test_another_writer_edits_deletes_and_impersonates(tmp_path: Path,
                                                              sizes: Sizes) -> None:
     async with stack(tmp_path) as s:
-        churn = s.churn(target=sizes.pods, seed=22)
-        await churn.fill()
-        await s.add_replica("solo")
-        await s.converge()
+        churn, _ = await s.churning_solo(sizes.pods, seed=22)
         foreign = {}
         for i, sel in enumerate(("app-a", "tier-x")):
             made = await s.client.create(ENDPOINTSLICES, foreign_slice(
@@ -148,10 +145,7 @@ async def test_slice_deleted_during_a_watch_gap_ending_in_410(tmp_path: Path,
     async with stack(tmp_path) as s:
         assert s.server is not None
         faults = s.server.faults
-        churn = s.churn(target=sizes.pods, seed=23)
-        await churn.fill()
-        await s.add_replica("solo")
-        await s.converge()
+        churn, _ = await s.churning_solo(sizes.pods, seed=23)
         faults.stall_watches(600.0, "endpointslices")  # slice events stop reaching slicectl
         await create(s.client, ESEL, selector_body("late", {"app": "a"}), s.ns)
 
@@ -187,10 +181,7 @@ async def test_selector_deleted_while_its_watch_lags(tmp_path: Path, sizes: Size
     async with stack(tmp_path) as s:
         assert s.server is not None
         faults = s.server.faults
-        churn = s.churn(target=sizes.pods, seed=24)
-        await churn.fill()
-        await s.add_replica("solo")
-        await s.converge()
+        churn, _ = await s.churning_solo(sizes.pods, seed=24)
         faults.record_writes = True
         lag = 3.0
         faults.stall_watches(lag, "endpointselectors")

@@ -23,10 +23,7 @@ async def test_watches_dropped_every_2s(tmp_path: Path, sizes: Sizes) -> None:
     async with stack(tmp_path) as s:
         assert s.server is not None
         faults = s.server.faults
-        churn = s.churn(target=sizes.pods, seed=1)
-        await churn.fill()
-        await s.add_replica("solo")
-        await s.converge()
+        churn, _ = await s.churning_solo(sizes.pods, seed=1)
         seconds = max(sizes.fault_seconds, 6.0)
         took, verdict = await under_fault(
             s, churn, seconds, on=lambda: setattr(faults, "drop_watches_every", 2.0),
@@ -40,10 +37,7 @@ async def test_compaction_and_410_storm(tmp_path: Path, sizes: Sizes) -> None:
     async with stack(tmp_path) as s:
         assert s.server is not None
         faults = s.server.faults
-        churn = s.churn(target=sizes.pods, seed=2)
-        await churn.fill()
-        solo = await s.add_replica("solo")
-        await s.converge()
+        churn, solo = await s.churning_solo(sizes.pods, seed=2)
         await asyncio.sleep(1.5)  # the relist counter is exported every second
         relists_before = solo.metric(RELIST)
         compactions = 0
