@@ -40,10 +40,11 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, TypeVar
 
 import structlog
 
+from slicectl.cache.handlers import InformerHandler, InformerStats, Versioned
 from slicectl.cache.heap import release_after_list
 from slicectl.cache.store import Store, object_key
 from slicectl.kube.client import KubeClient
@@ -59,61 +60,7 @@ EARLY_RESUME_GUARD = 5.0  # seconds between two backoffs ended early by an answe
 EARLY_RESUME_SPREAD = 0.2  # informers resuming at one answer spread over this many seconds
 
 
-class Versioned(Protocol):
-    @property
-    def resource_version(self) -> str: ...
-
-
 T = TypeVar("T", bound=Versioned)
-T_contra = TypeVar("T_contra", contravariant=True)
-
-
-class InformerHandler(Protocol[T_contra]):
-    def on_add(self, new: T_contra) -> None: ...
-    def on_update(self, old: T_contra, new: T_contra) -> None: ...
-    def on_delete(self, old: T_contra) -> None: ...
-
-
-class FanOut(Generic[T_contra]):
-    """Several handlers behind one: each sees every event, in order; one failing is logged and
-    does not keep the event from the others."""
-
-    def __init__(self, *handlers: InformerHandler[T_contra]) -> None:
-        self._handlers = handlers
-
-    def on_add(self, new: T_contra) -> None:
-        for h in self._handlers:
-            _guarded(h.on_add, new)
-
-    def on_update(self, old: T_contra, new: T_contra) -> None:
-        for h in self._handlers:
-            _guarded(h.on_update, old, new)
-
-    def on_delete(self, old: T_contra) -> None:
-        for h in self._handlers:
-            _guarded(h.on_delete, old)
-
-
-def _guarded(callback: Callable[..., None], *args: Any) -> None:
-    try:
-        callback(*args)
-    except Exception:
-        _log.exception("informer_handler_failed", handler=repr(callback))
-
-
-@dataclass
-class InformerStats:
-    """Plain counters for obs/ to export; the informer only ever increments them."""
-
-    events: dict[str, int] = field(default_factory=dict)  # by watch event type
-    lists: int = 0  # every completed LIST, the first included
-    relists: int = 0  # LISTs after the first (410, ERROR events, API errors)
-    parse_errors: int = 0
-    watches: int = 0  # watch requests started (streamed lists included)
-    streamed_lists: int = 0  # lists that came as a stream of initial events (WatchList)
-    stalls: int = 0  # watches ended by the inactivity watchdog
-    failures: int = 0  # connection or API errors that caused a backoff
-    consecutive_failures: int = 0  # since the last successful list or watch; liveness reads it
 
 
 class Informer(Generic[T]):

@@ -11,7 +11,8 @@ import aiohttp
 import pytest
 
 from slicectl.cache import informer as informer_module
-from slicectl.cache.informer import FanOut, Informer
+from slicectl.cache.handlers import FanOut
+from slicectl.cache.informer import Informer
 from slicectl.kube.answers import Answers
 from slicectl.kube.client import ListPage
 from slicectl.kube.errors import Gone, Invalid, ServerError
