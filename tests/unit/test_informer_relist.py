@@ -99,15 +99,17 @@ class Recorder:
         self.events.append(("delete", old.name))
 
 
-async def run_until_idle(client: ScriptedClient, recorder: Recorder,
-                         **options: Any) -> Informer[PodRecord]:
+async def run_until_idle(client: ScriptedClient, recorder: Recorder, *,
+                         within: float = HANG_GUARD, **options: Any) -> Informer[PodRecord]:
+    """Run until every script played (a TimeoutError after ``within`` seconds otherwise)."""
+    options = {"backoff_initial": 0.01, "backoff_max": 0.02, **options}
     inf: Informer[PodRecord] = Informer(
         client, PODS, parse_pod, key=lambda p: p.key, handler=recorder,  # type: ignore[arg-type]
-        backoff_initial=0.01, backoff_max=0.02, **options,
+        **options,
     )
     task = asyncio.create_task(inf.run())
     try:
-        async with asyncio.timeout(HANG_GUARD):
+        async with asyncio.timeout(within):
             await client.idle.wait()
     finally:
         task.cancel()
@@ -276,18 +278,9 @@ async def test_streams_timing_out_twice_before_their_end_get_paginated_lists() -
 
 
 async def _resumes_within(client: ScriptedClient, seconds: float) -> Informer[PodRecord]:
-    """Run with a minute of backoff per failure; fail unless every script played in time."""
-    inf: Informer[PodRecord] = Informer(
-        client, PODS, parse_pod, key=lambda p: p.key,  # type: ignore[arg-type]
-        handler=Recorder(), backoff_initial=60.0, backoff_max=60.0, stream_lists=False)
-    task = asyncio.create_task(inf.run())
-    try:
-        async with asyncio.timeout(seconds):
-            await client.idle.wait()
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-    return inf
+    """A minute of backoff per failure; fail unless every script played within ``seconds``."""
+    return await run_until_idle(client, Recorder(), within=seconds, backoff_initial=60.0,
+                                backoff_max=60.0, stream_lists=False)
 
 
 async def test_a_backoff_ends_when_the_server_answers_again() -> None:
