@@ -18,6 +18,14 @@ explicit because every one of them prevents a production bug:
   without such a stream puts the window back to W, and so does any removal at once; so
   replacements (a rollout removes as many as it adds), scale-downs and independent changes
   keep the short window. 0 means no batching;
+* a sync held by its window *settles*: if a change came less than ``SETTLE_GAP`` before the
+  held sync is due, the burst is still arriving, and the sync waits for a gap that long, at
+  most ``SETTLE_MAX`` past its due time (so it cannot starve). A burst of concurrent requests
+  (a rollout step's 25 creations, each with its status write) then lands in one write instead
+  of being cut in two by the window's edge, and its stragglers wait a few milliseconds instead
+  of a whole further window. Leading-edge syncs never settle (an isolated change still costs
+  no delay), and neither do streams whose window has grown (a steady stream has no gap to wait
+  for; its longer window already batches it);
 * ``add(..., min_interval=M)`` holds a key until M seconds after its last sync started (at once
   if it has not been synced that long): syncs caused by someone else's slice changes use it, as
   upstream's ``endpointSliceChangeMinSyncDelay`` does, so a repair that is undone each time (a
@@ -49,6 +57,8 @@ STREAM_CHANGES = 3  # changes since the last sync that make it streaming
 STREAM_SYNCS = 3  # streaming syncs in a row (without a removal) that make a stream
 STREAM_GROWTH = 4.0  # a streaming key's window grows by this factor per sync ...
 STREAM_MAX_WINDOW = 1.0  # ... up to this many seconds (or the base window, if that is larger)
+SETTLE_GAP = 0.02  # a held sync waits while changes still come closer together than this ...
+SETTLE_MAX = 0.1  # ... for at most this long past its due time
 _EDGE_PRUNE_EVERY = 1024  # gets between sweeps of the per-key batching state
 _LAST_START_KEEP = 60.0  # seconds a key's last sync start is remembered for ``min_interval``
 
@@ -63,12 +73,17 @@ class _Edge:
     streak: int = 0  # streaming syncs in a row
     removal: bool = False  # a change since the last sync removed or unreadied an endpoint
     changes: int = 0  # changes since the last sync
+    last_change: float = -math.inf  # loop time of the latest change
+    held: bool = False  # a change since the last sync waited for the window
+    settle_cap: float = math.inf  # the latest a held sync may settle to
 
     def synced(self, now: float) -> None:
         """The key goes to a worker now: grow the window while a growing stream goes on."""
         streaming = self.changes >= STREAM_CHANGES and not self.removal
         self.removal = False
         self.changes = 0
+        self.held = False
+        self.settle_cap = math.inf
         self.streak = self.streak + 1 if streaming else 0
         if self.streak >= STREAM_SYNCS:
             self.window = min(max(self.base, STREAM_MAX_WINDOW), self.window * STREAM_GROWTH)
@@ -158,9 +173,14 @@ class WorkQueue:
             elif edge.base != batch:
                 edge.base, edge.window = batch, max(batch, min(edge.window, STREAM_MAX_WINDOW))
             edge.changes += 1
+            edge.last_change = now
             if removal:  # a removal never waits for a window grown for additions
                 edge.removal, edge.window, edge.streak = True, edge.base, 0
-            delay = max(delay, edge.last_sync + edge.window - now)
+            wait = edge.last_sync + edge.window - now
+            edge.held = edge.held or wait > 0
+            delay = max(delay, wait)
+        elif delay <= 0 and min_interval <= 0 and (edge := self._edges.get(key)) is not None:
+            edge.held = False  # asked for at once (a spec change): no settling for a burst
         if min_interval > 0:
             delay = max(delay, self._last_start.get(key, -math.inf) + min_interval - now)
         ready = now + max(0.0, delay)
@@ -221,6 +241,11 @@ class WorkQueue:
                 if ready > now:
                     break
                 heapq.heappop(self._heap)
+                settled = self._settled(key, ready, now)
+                if settled > now:
+                    self._ready_at[key] = settled
+                    heapq.heappush(self._heap, (settled, next(self._seq), key))
+                    continue
                 del self._ready_at[key]
                 self._processing.add(key)
                 self._edge_synced(key, now)
@@ -267,6 +292,15 @@ class WorkQueue:
         await self._idle.wait()
 
     # -- internals -------------------------------------------------------------------------
+
+    def _settled(self, key: str, due: float, now: float) -> float:
+        """When a sync due at ``due`` may run: later while its held burst is still arriving."""
+        edge = self._edges.get(key)
+        if edge is None or not edge.held or edge.window > edge.base or key in self._failures:
+            return now  # a grown window already batches its stream; a retry is not a burst
+        if edge.settle_cap == math.inf:
+            edge.settle_cap = due + SETTLE_MAX
+        return max(now, min(edge.last_change + SETTLE_GAP, edge.settle_cap))
 
     def _edge_synced(self, key: str, now: float) -> None:
         edge = self._edges.get(key)

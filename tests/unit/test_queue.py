@@ -7,6 +7,8 @@ import asyncio
 import pytest
 
 from slicectl.controller.queue import (
+    SETTLE_GAP,
+    SETTLE_MAX,
     STREAM_CHANGES,
     STREAM_GROWTH,
     STREAM_MAX_WINDOW,
@@ -291,3 +293,62 @@ async def test_min_interval_holds_a_repair_until_after_the_last_sync_but_not_a_q
     q.add("other", min_interval=0.3)  # the interval is per key
     key, _, _ = await asyncio.wait_for(q.get(), timeout=0.2)
     assert key == "other"
+
+
+async def _held(q: WorkQueue, key: str = "k", batch: float = 0.1) -> _Edge:
+    """``key`` synced once (leading edge), then changed again within its window: held."""
+    q.add(key, batch=batch)
+    await q.get()
+    q.done(key)
+    q.add(key, batch=batch)
+    edge = q._edges[key]
+    assert edge.held and q.pending(key)
+    return edge
+
+
+async def test_a_held_sync_settles_while_its_burst_still_arrives_up_to_a_cap() -> None:
+    q = WorkQueue()
+    edge = await _held(q)
+    due = edge.last_sync + edge.window
+    edge.last_change = due - SETTLE_GAP / 2  # the burst is still arriving when the sync is due
+    assert q._settled("k", due, due) == pytest.approx(due + SETTLE_GAP / 2)
+    edge.last_change = due + 10.0  # a stream that never pauses ...
+    assert q._settled("k", due + SETTLE_MAX / 2, due + SETTLE_MAX / 2) == pytest.approx(
+        due + SETTLE_MAX), "... waits at most SETTLE_MAX past the first due time (no starving)"
+    edge.last_change = due - 2 * SETTLE_GAP  # a gap before the due time: the burst is over
+    edge.settle_cap = float("inf")
+    assert q._settled("k", due, due) == due
+
+
+async def test_leading_edge_grown_windows_and_retries_never_settle() -> None:
+    q = WorkQueue()
+    q.add("quiet", batch=0.1)  # never synced: the leading edge, at once
+    assert not q._edges["quiet"].held
+    assert q._settled("quiet", 5.0, 5.0) == 5.0
+    q = WorkQueue()
+    edge = await _held(q, "grown")
+    edge.window = edge.base * STREAM_GROWTH  # a stream already batched by its longer window
+    edge.last_change = 5.0
+    assert q._settled("grown", 5.0, 5.0) == 5.0
+    q = WorkQueue()
+    edge = await _held(q, "failing")
+    edge.last_change = 5.0
+    q._failures["failing"] = 1
+    assert q._settled("failing", 5.0, 5.0) == 5.0
+    q = WorkQueue()
+    edge = await _held(q, "spec")
+    q.add("spec")  # an unbatched add (a spec change) asks for at once
+    edge.last_change = 5.0
+    assert q._settled("spec", 5.0, 5.0) == 5.0
+
+
+async def test_the_settled_sync_runs_after_the_gap_and_a_sync_resets_the_cap() -> None:
+    q = WorkQueue()
+    loop = asyncio.get_running_loop()
+    edge = await _held(q, batch=0.01)
+    await asyncio.sleep(0.02)  # past the window: due now
+    q.add("k", batch=0.01)  # ... but a change just came
+    changed = loop.time()
+    await asyncio.wait_for(q.get(), timeout=5)
+    assert loop.time() >= changed + SETTLE_GAP - 0.002
+    assert not edge.held and edge.settle_cap == float("inf")
