@@ -15,7 +15,8 @@ explicit because every one of them prevents a production bug:
   none a removal: a scale-up, an initial creation) gets its window multiplied
   by ``STREAM_GROWTH`` per further sync, up to ``STREAM_MAX_WINDOW``: its endpoints already
   serve, and the newcomers cost one write per window instead of one per moment. Any sync
-  without such a stream puts the window back to W, and so does any removal at once; so
+  at the window's end without such a stream puts the window back to W (a sync asked for
+  sooner by something else does not count), and so does any removal at once; so
   replacements (a rollout removes as many as it adds), scale-downs and independent changes
   keep the short window. 0 means no batching;
 * a sync held by its window *settles*: if a change came less than ``SETTLE_GAP`` before the
@@ -78,18 +79,26 @@ class _Edge:
     settle_cap: float = math.inf  # the latest a held sync may settle to
 
     def synced(self, now: float) -> None:
-        """The key goes to a worker now: grow the window while a growing stream goes on."""
+        """The key goes to a worker now: grow the window while a growing stream goes on.
+
+        A sync before the window is over was asked for by something else (a status refresh,
+        a sync woken once the cache shows our last write): it says nothing about the stream,
+        so it neither grows nor resets the window, and its changes count towards the next.
+        """
+        self.held = False
+        self.settle_cap = math.inf
+        early = now < self.last_sync + self.window
+        self.last_sync = now
+        if early and not self.removal:
+            return
         streaming = self.changes >= STREAM_CHANGES and not self.removal
         self.removal = False
         self.changes = 0
-        self.held = False
-        self.settle_cap = math.inf
         self.streak = self.streak + 1 if streaming else 0
         if self.streak >= STREAM_SYNCS:
             self.window = min(max(self.base, STREAM_MAX_WINDOW), self.window * STREAM_GROWTH)
         elif not streaming:
             self.window = self.base
-        self.last_sync = now
 
 
 class ShutDown(Exception):

@@ -117,13 +117,14 @@ class Router:
         that cannot remove an endpoint (``removal=False``) may grow a key's batch window.
         A ``repair`` (someone else changed or deleted our slices) waits until
         ``REPAIR_MIN_INTERVAL`` after the key's last sync, so a repair undone each time cannot
-        loop."""
+        loop; it never cuts a grown window back (it waits longer than any window anyway, and
+        the echo of our own write that beats the write's answer looks like a repair)."""
         now = time.time()
         when = now if changed_at is None else min(changed_at, now)
         window = self.batch_period if batch else None
         hold = REPAIR_MIN_INTERVAL if repair else 0.0
         for key in keys:
-            self.queue.add(key, changed_at=when, batch=window, removal=removal,
+            self.queue.add(key, changed_at=when, batch=window, removal=removal and not repair,
                            min_interval=hold)
 
     # -- pods -------------------------------------------------------------------------------

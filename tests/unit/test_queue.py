@@ -238,13 +238,32 @@ def test_stream_grows_the_window_and_a_quiet_sync_resets_it() -> None:
     assert e.window == pytest.approx(0.1 * STREAM_GROWTH) and e.last_sync == 9.0 + STREAM_SYNCS
     assert e.changes == 0
     for step in range(10):  # a stream that goes on grows the window up to the cap
-        now = 11.0 + step
+        now = 20.0 + 2 * step
         e.changes = STREAM_CHANGES
         e.synced(now)
     assert e.window == STREAM_MAX_WINDOW
     e.changes = STREAM_CHANGES - 1  # one change short of a stream
-    e.synced(20.0)
+    e.synced(50.0)
     assert e.window == 0.1
+
+
+def test_a_sync_asked_for_within_the_window_neither_grows_nor_resets_it() -> None:
+    e = _Edge(0.1, 0.1)
+    for n in range(STREAM_SYNCS + 1):
+        e.changes = STREAM_CHANGES
+        e.synced(10.0 + n)
+    grown, streak = e.window, e.streak
+    assert grown > 0.1
+    e.changes = 1
+    e.synced(13.0 + grown / 2)  # a status refresh or a woken stale sync, within the window
+    assert (e.window, e.streak) == (grown, streak), "no judgement of the stream"
+    assert e.changes == 1, "its changes count towards the next sync at the window's end"
+    e.changes += STREAM_CHANGES
+    e.synced(20.0)  # the window's end: a stream still, so it grows on
+    assert e.window > grown or e.window == STREAM_MAX_WINDOW
+    e.removal, e.window = True, 0.1  # a removal (as add() records it) is judged even if early
+    e.synced(20.05)
+    assert e.streak == 0 and e.window == 0.1 and not e.removal
 
 
 def test_a_removal_in_the_window_is_no_growing_stream() -> None:

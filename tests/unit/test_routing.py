@@ -123,6 +123,26 @@ async def test_own_slice_echo_is_ignored_and_foreign_edit_or_delete_is_queued() 
     assert pending(r) == {key}, "a deletion we did not make is repaired"
 
 
+async def test_a_repair_never_cuts_a_grown_window_back() -> None:
+    """The echo of our own write can beat the write's answer and look like a foreign edit; the
+    repair it queues waits REPAIR_MIN_INTERVAL anyway, and must not reset a stream's window."""
+    r = router()
+    key = selector_key(SLICECTL, "default", "web")
+    s = a_slice("s1", generation=3)
+    r.tracker.wrote(key, "s1", 3)
+    r.slice_added(s)
+    r.queue.add(key, batch=BATCH)
+    edge = r.queue._edges[key]
+    edge.window = 4 * BATCH  # grown by a stream of additions
+    r.slice_updated(s, replace(s, generation=4, resource_version="2"))
+    assert r.queue.pending(key)
+    assert edge.window == 4 * BATCH and not edge.removal
+    r.selector_added(make_selector("web"))
+    r.pod_added(make_pod("p2", "10.0.0.2", labels={"app": "web"}))
+    r.pod_deleted(make_pod("p2", "10.0.0.2", labels={"app": "web"}))
+    assert edge.window == BATCH and edge.removal, "a pod's removal still does"
+
+
 async def test_flavours_with_the_same_name_have_separate_keys_and_slices() -> None:
     r = router()
     ours, theirs = a_slice("a", group="slicectl.io"), a_slice(
