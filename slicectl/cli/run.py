@@ -52,6 +52,7 @@ from slicectl.controller.controller import (
 from slicectl.controller.supervisor import Supervisor
 from slicectl.election.lease import LeaderElector
 from slicectl.kube.client import ClientSettings, KubeClient
+from slicectl.kube.config import ConfigError
 from slicectl.model.apis import DEFAULT_SELECTOR_API, SELECTOR_APIS, selector_api
 from slicectl.obs.events import EventRecorder
 from slicectl.obs.health import HealthServer
@@ -307,4 +308,9 @@ def main(args: argparse.Namespace) -> int:
     log.info("starting", pid=os.getpid(), managed_by=opts.controller.settings.managed_by,
              apis=[a.api_version for a in opts.controller.selector_apis],
              leader_elect=opts.leader_elect)
-    return run_async(lambda: _main(opts))
+    try:
+        return run_async(lambda: _main(opts))
+    except ConfigError as exc:
+        print(f"slicectl run: error: cannot load the cluster configuration: {exc}",
+              file=sys.stderr)
+        return 1

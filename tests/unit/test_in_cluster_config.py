@@ -1,0 +1,102 @@
+"""In-cluster configuration read as client-go reads it, without importing kubernetes-asyncio."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from slicectl.kube import config
+from slicectl.kube.config import ConfigError, Connection, ServiceAccount
+from slicectl.sim.tls import make_certificates
+
+ENV = {"KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "443"}
+
+
+@pytest.fixture
+def mounted(tmp_path: Path) -> tuple[Path, Path]:
+    """A pod's mounted service-account token and cluster CA certificate."""
+    token, ca = tmp_path / "token", tmp_path / "ca.crt"
+    token.write_text("first-token\n")
+    ca.write_bytes(make_certificates("127.0.0.1")[0])
+    return token, ca
+
+
+def test_host_port_token_and_ca_as_client_go_joins_them(mounted: tuple[Path, Path]) -> None:
+    token, ca = mounted
+    account = ServiceAccount(ENV, str(token), str(ca))
+    assert account.host == "https://10.96.0.1:443"
+    assert account.ssl_ca_cert == str(ca) and account.verify_ssl
+    v6 = ServiceAccount({**ENV, "KUBERNETES_SERVICE_HOST": "fd00::1"}, str(token), str(ca))
+    assert v6.host == "https://[fd00::1]:443", "an IPv6 host is bracketed (net.JoinHostPort)"
+
+
+@pytest.mark.parametrize("env, what", [
+    ({"KUBERNETES_SERVICE_HOST": "10.96.0.1"}, "KUBERNETES_SERVICE_PORT"),
+    ({**ENV, "KUBERNETES_SERVICE_HOST": ""}, "not empty"),
+])
+def test_missing_service_variables_are_a_clear_error(
+    env: dict[str, str], what: str, mounted: tuple[Path, Path]
+) -> None:
+    token, ca = mounted
+    with pytest.raises(ConfigError, match=what):
+        ServiceAccount(env, str(token), str(ca))
+
+
+def test_missing_or_empty_files_are_a_clear_error(mounted: tuple[Path, Path]) -> None:
+    token, ca = mounted
+    with pytest.raises(ConfigError, match=r"CA file .* missing or empty"):
+        ServiceAccount(ENV, str(token), str(ca.parent / "absent.crt"))
+    token.write_text("\n")
+    with pytest.raises(ConfigError, match=r"token file .* is empty"):
+        ServiceAccount(ENV, str(token), str(ca))
+    token.unlink()
+    with pytest.raises(ConfigError, match="cannot read the token file"):
+        ServiceAccount(ENV, str(token), str(ca))
+
+
+async def test_the_token_is_reread_after_a_minute_and_a_failed_reread_keeps_the_last(
+    mounted: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    token, ca = mounted
+    account = ServiceAccount(ENV, str(token), str(ca))
+    token.write_text("rotated-token")
+    assert await account.get_api_key_with_prefix("BearerToken") == "Bearer first-token"
+    monkeypatch.setattr(config, "_TOKEN_REREAD", 0.0)  # the minute has passed
+    assert await account.get_api_key_with_prefix("BearerToken") == "Bearer rotated-token"
+    token.unlink()  # a remount in progress: keep serving the last token
+    assert await account.get_api_key_with_prefix("BearerToken") == "Bearer rotated-token"
+
+
+async def test_a_401_rereads_the_token_file_at_once(mounted: tuple[Path, Path]) -> None:
+    token, ca = mounted
+    account = ServiceAccount(ENV, str(token), str(ca))
+    conn = Connection(account, account, in_cluster=True)
+    assert await conn.authorization() == "Bearer first-token"
+    token.write_text("rotated-token")
+    await conn.refresh()
+    assert await conn.authorization() == "Bearer rotated-token"
+    assert "rotated-token" not in conn.redact("rotated-token and first-token")
+    token.unlink()
+    await conn.refresh()  # unreadable now: logged, the last token stays
+    assert await conn.authorization() == "Bearer rotated-token"
+
+
+def test_in_cluster_loading_never_imports_kubernetes_asyncio(mounted: tuple[Path, Path]) -> None:
+    """Its generated client costs ~40 MB of RSS; a pod needs none of it."""
+    token, ca = mounted
+    probe = (
+        "import asyncio, sys\n"
+        "from slicectl.kube import config\n"
+        f"config._IN_CLUSTER_TOKEN, config._IN_CLUSTER_CA = {str(token)!r}, {str(ca)!r}\n"
+        "conn = asyncio.run(config.load_connection())\n"
+        "assert conn.host == 'https://10.96.0.1:443', conn.host\n"
+        "print(sorted(m for m in sys.modules if m.startswith('kubernetes_asyncio')))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"} | ENV
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "[]"
