@@ -25,6 +25,7 @@ import math
 import os
 import ssl
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import structlog
@@ -55,7 +56,7 @@ class ServiceAccount:
     username: str | None = None
     password: str | None = None
 
-    def __init__(self, environ: Any, token_file: str, ca_file: str) -> None:
+    def __init__(self, environ: Mapping[str, str], token_file: str, ca_file: str) -> None:
         host, port = environ.get("KUBERNETES_SERVICE_HOST"), environ.get("KUBERNETES_SERVICE_PORT")
         if not host or not port:
             raise ConfigError("in-cluster config: KUBERNETES_SERVICE_HOST and "
@@ -82,13 +83,18 @@ class ServiceAccount:
             raise ConfigError(f"in-cluster config: the token file {self._token_file} is empty")
         self._token, self._read_at = token, time.monotonic()
 
+    def reread(self) -> None:
+        """Read the token file again; if that fails, keep the last token until the next try
+        (a 401 will say whether it is stale)."""
+        try:
+            self.read_token()
+        except ConfigError as exc:
+            _log.warning("service-account token not re-read", error=str(exc))
+            self._read_at = time.monotonic()
+
     async def get_api_key_with_prefix(self, _name: str) -> str:
         if time.monotonic() - self._read_at >= _TOKEN_REREAD:
-            try:
-                self.read_token()
-            except ConfigError as exc:  # keep the last token; a 401 will say if it is stale
-                _log.warning("service-account token not re-read", error=str(exc))
-                self._read_at = time.monotonic()
+            self.reread()
         return f"Bearer {self._token}"
 
     def get_basic_auth_token(self) -> None:
@@ -153,10 +159,7 @@ class Connection:
         if loader is None:
             return
         if self._in_cluster:
-            try:
-                loader.read_token()
-            except ConfigError as exc:  # keep the last token: the resend's 401 is the answer
-                _log.warning("service-account token not re-read", error=str(exc))
+            loader.reread()
             return
         if "exec" in (loader._user or {}):
             if hasattr(loader, "exec_plugin_expiry"):
