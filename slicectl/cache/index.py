@@ -21,10 +21,9 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Mapping
 
 from slicectl.cache.store import PodStore
-from slicectl.model.records import PodRecord, SelectorRecord
+from slicectl.model.records import TERMINAL_PHASES, PodRecord, SelectorRecord
 
 Posting = tuple[str, str]  # (label key, label value)
-_TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
 
 def selector_key(record: SelectorRecord) -> str:
@@ -243,7 +242,7 @@ def _endpoint_fields(pod: PodRecord) -> tuple[object, ...]:
         pod.ready,
         pod.terminating,
         pod.pod_ips,
-        pod.phase in _TERMINAL_PHASES,
+        pod.phase in TERMINAL_PHASES,
         pod.hostname,
         pod.subdomain,
         pod.container_ports,

@@ -26,6 +26,7 @@ LABEL_SERVICE_NAME = "kubernetes.io/service-name"
 ANNOTATION_TRIGGER_TIME = "endpoints.kubernetes.io/last-change-trigger-time"
 LABEL_ZONE = "topology.kubernetes.io/zone"
 DEFAULT_MANAGED_BY = "endpointselector-controller.slicectl.io"
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})  # pods in these phases are never endpoints
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,9 +8,15 @@ already canonical from :mod:`slicectl.model.parse`, so the family is read from t
 
 from __future__ import annotations
 
-from slicectl.model.records import IPV4, IPV6, Endpoint, NodeRecord, PodRecord, TargetRef
-
-_TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+from slicectl.model.records import (
+    IPV4,
+    IPV6,
+    TERMINAL_PHASES,
+    Endpoint,
+    NodeRecord,
+    PodRecord,
+    TargetRef,
+)
 
 EndpointKey = tuple[str, str, tuple[str, ...], str]
 
@@ -22,7 +28,7 @@ def ip_family(ip: str) -> str:
 
 def pod_included(pod: PodRecord) -> bool:
     """Upstream ``ShouldPodBeInEndpoints(pod, includeTerminating=true)``."""
-    return pod.phase not in _TERMINAL_PHASES and bool(pod.pod_ips)
+    return pod.phase not in TERMINAL_PHASES and bool(pod.pod_ips)
 
 
 def pod_endpoints(
