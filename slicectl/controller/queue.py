@@ -24,9 +24,13 @@ explicit because every one of them prevents a production bug:
   most ``SETTLE_MAX`` past its due time (so it cannot starve). A burst of concurrent requests
   (a rollout step's 25 creations, each with its status write) then lands in one write instead
   of being cut in two by the window's edge, and its stragglers wait a few milliseconds instead
-  of a whole further window. Leading-edge syncs never settle (an isolated change still costs
-  no delay), and neither do streams whose window has grown (a steady stream has no gap to wait
-  for; its longer window already batches it);
+  of a whole further window. Once the held sync covers a burst (``STREAM_CHANGES`` changes
+  or more), the gap it waits for is ``SETTLE_BURST_GAP``: a burst comes from a client that
+  reacts to its own answers (a rollout deletes its old pods, then creates the next ones once
+  the deletions returned), so one step has pauses of tens of milliseconds inside it, while
+  independent changes almost never put three into one window. Leading-edge syncs never settle
+  (an isolated change still costs no delay), and neither do streams whose window has grown (a
+  steady stream has no gap to wait for; its longer window already batches it);
 * ``add(..., min_interval=M)`` holds a key until M seconds after its last sync started (at once
   if it has not been synced that long): syncs caused by someone else's slice changes use it, as
   upstream's ``endpointSliceChangeMinSyncDelay`` does, so a repair that is undone each time (a
@@ -60,6 +64,7 @@ STREAM_GROWTH = 4.0  # a streaming key's window grows by this factor per sync ..
 STREAM_MAX_WINDOW = 1.0  # ... up to this many seconds (or the base window, if that is larger)
 SETTLE_GAP = 0.02  # a held sync waits while changes still come closer together than this ...
 SETTLE_MAX = 0.1  # ... for at most this long past its due time
+SETTLE_BURST_GAP = 0.05  # the gap a held sync of STREAM_CHANGES changes or more waits for
 _EDGE_PRUNE_EVERY = 1024  # gets between sweeps of the per-key batching state
 _LAST_START_KEEP = 60.0  # seconds a key's last sync start is remembered for ``min_interval``
 
@@ -309,7 +314,8 @@ class WorkQueue:
             return now  # a grown window already batches its stream; a retry is not a burst
         if edge.settle_cap == math.inf:
             edge.settle_cap = due + SETTLE_MAX
-        return max(now, min(edge.last_change + SETTLE_GAP, edge.settle_cap))
+        gap = SETTLE_BURST_GAP if edge.changes >= STREAM_CHANGES else SETTLE_GAP
+        return max(now, min(edge.last_change + gap, edge.settle_cap))
 
     def _edge_synced(self, key: str, now: float) -> None:
         edge = self._edges.get(key)

@@ -7,6 +7,7 @@ import asyncio
 import pytest
 
 from slicectl.controller.queue import (
+    SETTLE_BURST_GAP,
     SETTLE_GAP,
     SETTLE_MAX,
     STREAM_CHANGES,
@@ -314,6 +315,12 @@ async def test_min_interval_holds_a_repair_until_after_the_last_sync_but_not_a_q
     assert key == "other"
 
 
+def _at(when: float) -> object:
+    """``when`` to the microsecond: loop times are large, so a relative tolerance would hide a
+    difference of a whole settling gap."""
+    return pytest.approx(when, rel=0, abs=1e-6)
+
+
 async def _held(q: WorkQueue, key: str = "k", batch: float = 0.1) -> _Edge:
     """``key`` synced once (leading edge), then changed again within its window: held."""
     q.add(key, batch=batch)
@@ -330,13 +337,30 @@ async def test_a_held_sync_settles_while_its_burst_still_arrives_up_to_a_cap() -
     edge = await _held(q)
     due = edge.last_sync + edge.window
     edge.last_change = due - SETTLE_GAP / 2  # the burst is still arriving when the sync is due
-    assert q._settled("k", due, due) == pytest.approx(due + SETTLE_GAP / 2)
+    assert q._settled("k", due, due) == _at(due + SETTLE_GAP / 2)
     edge.last_change = due + 10.0  # a stream that never pauses ...
-    assert q._settled("k", due + SETTLE_MAX / 2, due + SETTLE_MAX / 2) == pytest.approx(
+    assert q._settled("k", due + SETTLE_MAX / 2, due + SETTLE_MAX / 2) == _at(
         due + SETTLE_MAX), "... waits at most SETTLE_MAX past the first due time (no starving)"
     edge.last_change = due - 2 * SETTLE_GAP  # a gap before the due time: the burst is over
     edge.settle_cap = float("inf")
     assert q._settled("k", due, due) == due
+
+
+async def test_a_held_burst_waits_for_a_longer_gap_than_a_few_changes() -> None:
+    q = WorkQueue()
+    edge = await _held(q)  # one change since the last sync
+    due = edge.last_sync + edge.window
+    pause = (SETTLE_GAP + SETTLE_BURST_GAP) / 2  # longer than a trickle's gap, inside a burst's
+    edge.last_change = due - pause
+    assert q._settled("k", due, due) == due, "a change or two: a pause this long ends them"
+    for _ in range(STREAM_CHANGES - 1):
+        q.add("k", batch=0.1)
+    assert edge.changes == STREAM_CHANGES
+    edge.last_change = due - pause
+    assert q._settled("k", due, due) == _at(due - pause + SETTLE_BURST_GAP), (
+        "a burst (a rollout's deletions, then its creations) is still arriving")
+    edge.last_change = due + 10.0
+    assert q._settled("k", due, due) == _at(due + SETTLE_MAX), "still capped"
 
 
 async def test_leading_edge_grown_windows_and_retries_never_settle() -> None:
