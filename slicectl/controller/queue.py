@@ -64,7 +64,7 @@ STREAM_GROWTH = 4.0  # a streaming key's window grows by this factor per sync ..
 STREAM_MAX_WINDOW = 1.0  # ... up to this many seconds (or the base window, if that is larger)
 SETTLE_GAP = 0.02  # a held sync waits while changes still come closer together than this ...
 SETTLE_MAX = 0.1  # ... for at most this long past its due time
-SETTLE_BURST_GAP = 0.05  # the gap a held sync of STREAM_CHANGES changes or more waits for
+SETTLE_BURST_GAP = 0.035  # the gap a held sync of STREAM_CHANGES changes or more waits for
 _EDGE_PRUNE_EVERY = 1024  # gets between sweeps of the per-key batching state
 _LAST_START_KEEP = 60.0  # seconds a key's last sync start is remembered for ``min_interval``
 
