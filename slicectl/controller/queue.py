@@ -81,7 +81,11 @@ class _Edge:
     changes: int = 0  # changes since the last sync
     last_change: float = -math.inf  # loop time of the latest change
     held: bool = False  # a change since the last sync waited for the window
-    settle_cap: float = math.inf  # the latest a held sync may settle to
+
+    @property
+    def settle_cap(self) -> float:
+        """The latest a held sync may settle to: ``SETTLE_MAX`` past the window's end."""
+        return self.last_sync + self.window + SETTLE_MAX
 
     def synced(self, now: float) -> None:
         """The key goes to a worker now: grow the window while a growing stream goes on.
@@ -91,7 +95,6 @@ class _Edge:
         so it neither grows nor resets the window, and its changes count towards the next.
         """
         self.held = False
-        self.settle_cap = math.inf
         early = now < self.last_sync + self.window
         self.last_sync = now
         if early and not self.removal:
@@ -255,7 +258,7 @@ class WorkQueue:
                 if ready > now:
                     break
                 heapq.heappop(self._heap)
-                settled = self._settled(key, ready, now)
+                settled = self._settled(key, now)
                 if settled > now:
                     self._ready_at[key] = settled
                     heapq.heappush(self._heap, (settled, next(self._seq), key))
@@ -307,13 +310,11 @@ class WorkQueue:
 
     # -- internals -------------------------------------------------------------------------
 
-    def _settled(self, key: str, due: float, now: float) -> float:
-        """When a sync due at ``due`` may run: later while its held burst is still arriving."""
+    def _settled(self, key: str, now: float) -> float:
+        """When a sync due by ``now`` may run: later while its held burst is still arriving."""
         edge = self._edges.get(key)
         if edge is None or not edge.held or edge.window > edge.base or key in self._failures:
             return now  # a grown window already batches its stream; a retry is not a burst
-        if edge.settle_cap == math.inf:
-            edge.settle_cap = due + SETTLE_MAX
         gap = SETTLE_BURST_GAP if edge.changes >= STREAM_CHANGES else SETTLE_GAP
         return max(now, min(edge.last_change + gap, edge.settle_cap))
 

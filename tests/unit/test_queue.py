@@ -337,13 +337,12 @@ async def test_a_held_sync_settles_while_its_burst_still_arrives_up_to_a_cap() -
     edge = await _held(q)
     due = edge.last_sync + edge.window
     edge.last_change = due - SETTLE_GAP / 2  # the burst is still arriving when the sync is due
-    assert q._settled("k", due, due) == _at(due + SETTLE_GAP / 2)
+    assert q._settled("k", due) == _at(due + SETTLE_GAP / 2)
     edge.last_change = due + 10.0  # a stream that never pauses ...
-    assert q._settled("k", due + SETTLE_MAX / 2, due + SETTLE_MAX / 2) == _at(
+    assert q._settled("k", due + SETTLE_MAX / 2) == _at(
         due + SETTLE_MAX), "... waits at most SETTLE_MAX past the first due time (no starving)"
     edge.last_change = due - 2 * SETTLE_GAP  # a gap before the due time: the burst is over
-    edge.settle_cap = float("inf")
-    assert q._settled("k", due, due) == due
+    assert q._settled("k", due) == due
 
 
 async def test_a_held_burst_waits_for_a_longer_gap_than_a_few_changes() -> None:
@@ -352,37 +351,37 @@ async def test_a_held_burst_waits_for_a_longer_gap_than_a_few_changes() -> None:
     due = edge.last_sync + edge.window
     pause = (SETTLE_GAP + SETTLE_BURST_GAP) / 2  # longer than a trickle's gap, inside a burst's
     edge.last_change = due - pause
-    assert q._settled("k", due, due) == due, "a change or two: a pause this long ends them"
+    assert q._settled("k", due) == due, "a change or two: a pause this long ends them"
     for _ in range(STREAM_CHANGES - 1):
         q.add("k", batch=0.1)
     assert edge.changes == STREAM_CHANGES
     edge.last_change = due - pause
-    assert q._settled("k", due, due) == _at(due - pause + SETTLE_BURST_GAP), (
+    assert q._settled("k", due) == _at(due - pause + SETTLE_BURST_GAP), (
         "a burst (a rollout's deletions, then its creations) is still arriving")
     edge.last_change = due + 10.0
-    assert q._settled("k", due, due) == _at(due + SETTLE_MAX), "still capped"
+    assert q._settled("k", due) == _at(due + SETTLE_MAX), "still capped"
 
 
 async def test_leading_edge_grown_windows_and_retries_never_settle() -> None:
     q = WorkQueue()
     q.add("quiet", batch=0.1)  # never synced: the leading edge, at once
     assert not q._edges["quiet"].held
-    assert q._settled("quiet", 5.0, 5.0) == 5.0
+    assert q._settled("quiet", 5.0) == 5.0
     q = WorkQueue()
     edge = await _held(q, "grown")
     edge.window = edge.base * STREAM_GROWTH  # a stream already batched by its longer window
     edge.last_change = 5.0
-    assert q._settled("grown", 5.0, 5.0) == 5.0
+    assert q._settled("grown", 5.0) == 5.0
     q = WorkQueue()
     edge = await _held(q, "failing")
     edge.last_change = 5.0
     q._failures["failing"] = 1
-    assert q._settled("failing", 5.0, 5.0) == 5.0
+    assert q._settled("failing", 5.0) == 5.0
     q = WorkQueue()
     edge = await _held(q, "spec")
     q.add("spec")  # an unbatched add (a spec change) asks for at once
     edge.last_change = 5.0
-    assert q._settled("spec", 5.0, 5.0) == 5.0
+    assert q._settled("spec", 5.0) == 5.0
 
 
 async def test_the_settled_sync_runs_after_the_gap_and_a_sync_resets_the_cap() -> None:
@@ -394,4 +393,6 @@ async def test_the_settled_sync_runs_after_the_gap_and_a_sync_resets_the_cap() -
     changed = loop.time()
     await asyncio.wait_for(q.get(), timeout=5)
     assert loop.time() >= changed + SETTLE_GAP - 0.002
-    assert not edge.held and edge.settle_cap == float("inf")
+    assert not edge.held and edge.last_sync >= changed + SETTLE_GAP - 0.002
+    assert edge.settle_cap == _at(edge.last_sync + edge.window + SETTLE_MAX), (
+        "the cap counts from the new sync")
