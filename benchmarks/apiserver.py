@@ -91,16 +91,9 @@ def parse_slice_writes(text: str) -> Counter[str]:
 
 async def slice_write_requests(client: KubeClient) -> Counter[str] | None:
     """The server's EndpointSlice write counters now, or None if /metrics is not readable."""
-    # /metrics is Prometheus text, which KubeClient.request (JSON only) cannot decode; this
-    # borrows its session and connection so the same credentials work on any cluster.
-    conn = client._conn
-    headers: dict[str, str] = {}
-    await client._authorize(headers)
     try:
-        async with client._session.get(conn.host + "/metrics", headers=headers,
-                                       **client._tls_kwargs()) as resp:
-            if resp.status != 200:
-                return None
-            return parse_slice_writes(await resp.text())
-    except Exception:
+        text = await client.request("GET", "/metrics", headers={"Accept": "text/plain"},
+                                    raw_body=True)
+    except Exception:  # not allowed (RBAC) or not served: the watch's count stands alone
         return None
+    return parse_slice_writes(bytes(text).decode())
