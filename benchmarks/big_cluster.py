@@ -18,8 +18,9 @@ What it measures (issue 9's targets in brackets):
 Where things run: by default the embedded API server runs in a child process
 (``python -m benchmarks.big_cluster --serve``) that creates the objects in bulk through the
 sim's Python API and flips pods or forces relists when told on stdin; its CPU and memory are
-not the controller's. With ``--kubeconfig`` the objects are created over HTTP in a real
-cluster (namespaces ``bc-*``; delete them afterwards) and the relist step is skipped.
+not the controller's. With ``--kubeconfig`` a child process creates the objects over HTTP in
+a real cluster (namespaces ``bc-*``; delete them afterwards) and exits before the controller
+starts, and the ingest and relist steps are skipped.
 The controller always runs in this process, as ``slicectl run`` builds it. The workload and
 the server's child are in :mod:`benchmarks.big_cluster_world`, the instruments in
 :mod:`benchmarks.big_cluster_probes`, targets and tables in :mod:`benchmarks.big_cluster_report`.
@@ -39,6 +40,8 @@ import sys
 import tempfile
 import time
 from typing import Any, cast
+
+import orjson
 
 from benchmarks.big_cluster_probes import (
     LagSampler,
@@ -85,10 +88,14 @@ async def run_big_cluster(*, kubeconfig: str | None, quick: bool, out: pathlib.P
             server = ServerProcess(quick, scale)
             hello = await server.read()
             kubeconfig = hello["kubeconfig"]
-            result["pods"] = hello["pods"]
-            result["pod_json_bytes"] = hello["pod_json_bytes"]
-        else:
-            result["pods"] = await load_over_http(kubeconfig, size)
+        else:  # created by a child: its heap would hide the caches' growth in this process
+            loader = ServerProcess(quick, scale, load_into=kubeconfig)
+            try:
+                hello = await loader.read()
+            finally:
+                loader.close()
+        result["pods"] = hello["pods"]
+        result["pod_json_bytes"] = hello["pod_json_bytes"]
         result["load_seconds"] = round(time.monotonic() - started, 1)
         await measure_controller(kubeconfig, size, server, result, watch_list)
     finally:
@@ -218,8 +225,9 @@ async def measure_controller(kubeconfig: str, size: Size, server: ServerProcess 
         await client.close()
 
 
-async def load_over_http(kubeconfig: str, size: Size) -> int:
-    """Create the workload in a real cluster (namespaces ``bc-*``); returns the pod count."""
+async def load_over_http(kubeconfig: str, size: Size) -> dict[str, int]:
+    """Create the workload in a real cluster (namespaces ``bc-*``): the pod count and the mean
+    size of a pod's JSON as the server stored it (managedFields included)."""
     from slicectl.cli.workload import apply_crd, crd_manifest
 
     deployments = plan_workload(size)
@@ -232,6 +240,7 @@ async def load_over_http(kubeconfig: str, size: Size) -> int:
         factory = PodFactory()
         sem = asyncio.Semaphore(64)  # requests in flight; also bounds the tasks alive
         count = 0
+        sizes: list[int] = []
 
         async def create(res: Resource, obj: dict[str, Any]) -> None:
             nonlocal count
@@ -244,8 +253,10 @@ async def load_over_http(kubeconfig: str, size: Size) -> int:
                 with contextlib.suppress(AlreadyExists):
                     await client.create(res, obj, meta["namespace"])
                 if res is PODS and status is not None:
-                    await client.patch(PODS, meta["name"], {"status": status},
-                                       meta["namespace"], subresource="status")
+                    stored = await client.patch(PODS, meta["name"], {"status": status},
+                                                meta["namespace"], subresource="status")
+                    if len(sizes) < 200:
+                        sizes.append(len(orjson.dumps(stored)))
                 count += res is PODS
             finally:
                 sem.release()
@@ -261,7 +272,7 @@ async def load_over_http(kubeconfig: str, size: Size) -> int:
                 if d.selected:
                     await sem.acquire()
                     tg.create_task(create(ESEL, selector_object(d)))
-        return count
+        return {"pods": count, "pod_json_bytes": round(sum(sizes) / max(1, len(sizes)))}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -275,11 +286,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-watch-list", dest="watch_list", action="store_false",
                         help="the controller lists with paginated LISTs, not streamed watches")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--load-into", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     import uvloop
     if args.serve:
         with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
             runner.run(serve(args.quick, args.scale))
+        return 0
+    if args.load_into:
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            loaded = runner.run(load_over_http(args.load_into, Size.of(args.quick, args.scale)))
+        print(orjson.dumps(loaded).decode(), flush=True)
         return 0
     from slicectl.obs.logging import configure_logging
     configure_logging(os.environ.get("BIG_CLUSTER_LOG_LEVEL", "warning"))

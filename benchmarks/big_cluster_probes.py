@@ -26,9 +26,14 @@ from slicectl.controller.controller import Controller
 
 
 class ServerProcess:
-    def __init__(self, quick: bool, scale: float) -> None:
+    """The child that holds the world: the embedded server (``--serve``), or, given a real
+    cluster's ``load_into`` kubeconfig, the loader that creates the objects there over HTTP and
+    exits, so neither its CPU nor its memory is charged to the controller in this process."""
+
+    def __init__(self, quick: bool, scale: float, load_into: str | None = None) -> None:
+        role = ["--serve"] if load_into is None else ["--load-into", load_into]
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "benchmarks.big_cluster", "--serve", "--scale", str(scale)]
+            [sys.executable, "-m", "benchmarks.big_cluster", *role, "--scale", str(scale)]
             + (["--quick"] if quick else []),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
             cwd=pathlib.Path(__file__).resolve().parent.parent)
