@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import gc
 import json
+import math
 import pathlib
 import subprocess
 import sys
@@ -127,6 +128,9 @@ async def wait_for(cond: Any, what: str, limit: float, poll: float = 0.01) -> No
         await asyncio.sleep(poll)
 
 
+SYNC_BATCHES = 5  # timed batches of syncs per namespace size, taking turns; the fastest counts
+
+
 def sync_scaling(quick: bool) -> list[dict[str, Any]]:
     """CPU of one sync of a fixed 100-pod selector as its namespace grows (in-process)."""
     return asyncio.run(_sync_scaling(quick))
@@ -144,7 +148,7 @@ async def _sync_scaling(quick: bool) -> list[dict[str, Any]]:
 
     nodes = {f"node-{n:04d}": NodeRecord(f"node-{n:04d}", f"zone-{n % 3}")
              for n in range(NODE_COUNT)}
-    out = []
+    setups = []
     for ns_size in (1_000, 5_000, 10_000, 25_000, 50_000):
         router = Router(WorkQueue(), SliceTracker(), (SLICECTL,), 0.0)
         factory = PodFactory()
@@ -158,21 +162,28 @@ async def _sync_scaling(quick: bool) -> list[dict[str, Any]]:
         sel = parse_selector(raw, SLICECTL)
         router.selector_added(sel)
         key = record_key(sel)
-
         syncer = Syncer(RouterInputs(router, nodes), SliceTracker(),
                         NoWrites(),  # type: ignore[arg-type]
                         Settings(), publish_status=None, warn=lambda *a: None)
-        await syncer.sync(key, None)  # builds the index once, as the first sync would
-        rounds = 200 if quick else 500
-        cpu = time.process_time()
-        for _ in range(rounds):
-            result = await syncer.sync(key, None)
-        cpu = time.process_time() - cpu
+        result = await syncer.sync(key, None)  # builds the index once, as the first sync would
         assert result.plan is not None and result.plan.desired_endpoints == 100
-        out.append({"namespace_pods": len(router.pods), "selected": 100,
-                    "cpu_us": round(cpu / rounds * 1e6, 1)})
-        del router
-        gc.collect()
+        setups.append((len(router.pods), syncer, key))
+    # A sync is ~0.1-0.6 ms of deterministic work, and one batch's mean varied 2x between runs
+    # of the same size on this shared machine (other processes, a busy sibling hyperthread).
+    # So the sizes take turns, batch by batch, and each reports its fastest batch: noise only
+    # ever adds, and a slow spell falls on every size alike.
+    rounds = 200 if quick else 500
+    best = [math.inf] * len(setups)
+    for _ in range(SYNC_BATCHES):
+        for i, (_, syncer, key) in enumerate(setups):
+            cpu = time.process_time()
+            for _ in range(rounds):
+                await syncer.sync(key, None)
+            best[i] = min(best[i], (time.process_time() - cpu) / rounds)
+    out = [{"namespace_pods": pods, "selected": 100, "cpu_us": round(b * 1e6, 1)}
+           for (pods, _, _), b in zip(setups, best, strict=True)]
+    del setups
+    gc.collect()
     return out
 
 
