@@ -19,8 +19,10 @@ Where things run: by default the embedded API server runs in a child process
 (``python -m benchmarks.big_cluster --serve``) that creates the objects in bulk through the
 sim's Python API and flips pods or forces relists when told on stdin; its CPU and memory are
 not the controller's. With ``--kubeconfig`` a child process creates the objects over HTTP in
-a real cluster (namespaces ``bc-*``; delete them afterwards) and exits before the controller
-starts, and the ingest and relist steps are skipped.
+a real cluster (namespaces ``bc-*`` and 1,500 fake Nodes ``node-NNNN``, as on the embedded
+server; delete them afterwards) and exits before the controller starts, and the ingest and
+relist steps are skipped. With ``--kcm-binary`` too, upstream's EndpointSlice controller is
+timed on the same workload afterwards (:mod:`benchmarks.big_cluster_upstream`).
 The controller always runs in this process, as ``slicectl run`` builds it. The workload and
 the server's child are in :mod:`benchmarks.big_cluster_world`, the instruments in
 :mod:`benchmarks.big_cluster_probes`, targets and tables in :mod:`benchmarks.big_cluster_report`.
@@ -54,28 +56,37 @@ from benchmarks.big_cluster_probes import (
     wait_for,
 )
 from benchmarks.big_cluster_report import targets, write_results
+from benchmarks.big_cluster_upstream import measure_upstream, published, service_for
 from benchmarks.big_cluster_world import (
     ESEL,
+    NODE_COUNT,
     PodFactory,
     Size,
+    node_object,
     plan_workload,
     selector_object,
     serve,
 )
+from benchmarks.driver import SERVICES
 from slicectl.controller.controller import Controller, ControllerConfig
 from slicectl.kube.client import ClientSettings, KubeClient
 from slicectl.kube.errors import AlreadyExists
-from slicectl.kube.resources import NAMESPACES, PODS, Resource
+from slicectl.kube.resources import NAMESPACES, NODES, PODS, Resource
 from slicectl.obs.metrics import Metrics
+from slicectl.reconcile import Settings
 
 
 async def run_big_cluster(*, kubeconfig: str | None, quick: bool, out: pathlib.Path,
-                          scale: float = 1.0, watch_list: bool = True) -> dict[str, object]:
+                          scale: float = 1.0, watch_list: bool = True,
+                          kcm_binary: str | None = None, kcm_kubeconfig: str | None = None,
+                          ) -> dict[str, object]:
     """Run the scenario; write big_cluster.json and big_cluster.md into ``out``.
 
     ``scale`` shrinks or grows the full size (pods, selectors, flips; not with ``quick``);
-    ``watch_list`` False makes the controller list with paginated LISTs (``--watch-list=false``).
+    ``watch_list`` False makes the controller list with paginated LISTs (``--watch-list=false``);
+    ``kcm_binary`` (real clusters only) adds upstream's side (:mod:`big_cluster_upstream`).
     """
+    upstream = kcm_binary is not None and kubeconfig is not None
     size = Size.of(quick, scale)
     await asyncio.to_thread(out.mkdir, parents=True, exist_ok=True)
     result: dict[str, Any] = {"scenario": "big-cluster", "quick": quick,
@@ -89,7 +100,7 @@ async def run_big_cluster(*, kubeconfig: str | None, quick: bool, out: pathlib.P
             hello = await server.read()
             kubeconfig = hello["kubeconfig"]
         else:  # created by a child: its heap would hide the caches' growth in this process
-            loader = ServerProcess(quick, scale, load_into=kubeconfig)
+            loader = ServerProcess(quick, scale, load_into=kubeconfig, services=upstream)
             try:
                 hello = await loader.read()
             finally:
@@ -98,6 +109,10 @@ async def run_big_cluster(*, kubeconfig: str | None, quick: bool, out: pathlib.P
         result["pod_json_bytes"] = hello["pod_json_bytes"]
         result["load_seconds"] = round(time.monotonic() - started, 1)
         await measure_controller(kubeconfig, size, server, result, watch_list)
+        if upstream:
+            assert kcm_binary is not None
+            await compare_upstream(kubeconfig, kcm_binary, kcm_kubeconfig or kubeconfig,
+                                   out, result)
     finally:
         if server is not None:
             server.close()
@@ -185,6 +200,7 @@ async def measure_controller(kubeconfig: str, size: Size, server: ServerProcess 
         await controller.status.flush()
         gc.collect()
         result["rss_mib_synced"] = round(rss_kib() / 1024, 1)
+        result["peak_rss_mib_synced"] = round(rss_kib("VmHWM") / 1024, 1)
 
         if server is not None:  # forced relist
             informers = pod_informers(controller)
@@ -225,9 +241,22 @@ async def measure_controller(kubeconfig: str, size: Size, server: ServerProcess 
         await client.close()
 
 
-async def load_over_http(kubeconfig: str, size: Size) -> dict[str, int]:
-    """Create the workload in a real cluster (namespaces ``bc-*``): the pod count and the mean
-    size of a pod's JSON as the server stored it (managedFields included)."""
+async def compare_upstream(kubeconfig: str, binary: str, kcm_kubeconfig: str,
+                           out: pathlib.Path, result: dict[str, Any]) -> None:
+    """Upstream's side, timed to the endpoints slicectl published (its slices, counted now)."""
+    settings = ClientSettings(qps=200.0, burst=200)
+    async with await KubeClient.connect(kubeconfig, settings=settings) as client:
+        slices, endpoints = await published(client, Settings().managed_by)
+        result["slicectl_slices"], result["slicectl_endpoints"] = slices, endpoints
+        progress("upstream: its first sync")
+        result.update(await measure_upstream(client, binary, kcm_kubeconfig,
+                                             str(out / "kube-controller-manager.log"), endpoints))
+
+
+async def load_over_http(kubeconfig: str, size: Size, services: bool = False) -> dict[str, int]:
+    """Create the workload in a real cluster (namespaces ``bc-*``), and with ``services`` a
+    Service for each selector (upstream's side): the pod count and the mean size of a pod's
+    JSON as the server stored it (managedFields included)."""
     from slicectl.cli.workload import apply_crd, crd_manifest
 
     deployments = plan_workload(size)
@@ -237,6 +266,9 @@ async def load_over_http(kubeconfig: str, size: Size) -> dict[str, int]:
         for ns in sorted({d.namespace for d in deployments}):
             with contextlib.suppress(AlreadyExists):
                 await client.create(NAMESPACES, {"metadata": {"name": ns}})
+        for n in range(NODE_COUNT):  # as on the embedded server: upstream skips a pod whose
+            with contextlib.suppress(AlreadyExists):  # Node it cannot find
+                await client.create(NODES, node_object(n))
         factory = PodFactory()
         sem = asyncio.Semaphore(64)  # requests in flight; also bounds the tasks alive
         count = 0
@@ -264,14 +296,14 @@ async def load_over_http(kubeconfig: str, size: Size) -> dict[str, int]:
         async with asyncio.TaskGroup() as tg:
             for d in deployments:
                 for i in range(d.size):
-                    pod = factory.pod(d, i)
-                    pod["spec"] = {**pod["spec"]}
-                    pod["spec"].pop("nodeName", None)  # leave scheduling to the cluster
                     await sem.acquire()
-                    tg.create_task(create(PODS, pod))
+                    tg.create_task(create(PODS, factory.pod(d, i)))
                 if d.selected:
                     await sem.acquire()
                     tg.create_task(create(ESEL, selector_object(d)))
+                if d.selected and services:
+                    await sem.acquire()
+                    tg.create_task(create(SERVICES, service_for(d)))
         return {"pods": count, "pod_json_bytes": round(sum(sizes) / max(1, len(sizes)))}
 
 
@@ -286,7 +318,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-watch-list", dest="watch_list", action="store_false",
                         help="the controller lists with paginated LISTs, not streamed watches")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--kcm-binary", default=os.environ.get("SLICECTL_BENCH_KCM"),
+                        help="with --kubeconfig: also time upstream's EndpointSlice controller")
+    parser.add_argument("--kcm-kubeconfig", default=None,
+                        help="kubeconfig for that kube-controller-manager (default: --kubeconfig)")
     parser.add_argument("--load-into", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--services", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     import uvloop
     if args.serve:
@@ -295,7 +332,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.load_into:
         with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-            loaded = runner.run(load_over_http(args.load_into, Size.of(args.quick, args.scale)))
+            loaded = runner.run(load_over_http(args.load_into, Size.of(args.quick, args.scale),
+                                               args.services))
         print(orjson.dumps(loaded).decode(), flush=True)
         return 0
     from slicectl.obs.logging import configure_logging
@@ -304,7 +342,9 @@ def main(argv: list[str] | None = None) -> int:
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
         result = runner.run(run_big_cluster(kubeconfig=args.kubeconfig, quick=args.quick,
                                             out=out, scale=args.scale,
-                                            watch_list=args.watch_list))
+                                            watch_list=args.watch_list,
+                                            kcm_binary=args.kcm_binary,
+                                            kcm_kubeconfig=args.kcm_kubeconfig))
     print((out / "big_cluster.md").read_text())
     print(f"results in {out}")
     checks = cast(list[dict[str, Any]], result["targets"])

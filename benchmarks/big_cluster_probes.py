@@ -31,8 +31,10 @@ class ServerProcess:
     cluster's ``load_into`` kubeconfig, the loader that creates the objects there over HTTP and
     exits, so neither its CPU nor its memory is charged to the controller in this process."""
 
-    def __init__(self, quick: bool, scale: float, load_into: str | None = None) -> None:
-        role = ["--serve"] if load_into is None else ["--load-into", load_into]
+    def __init__(self, quick: bool, scale: float, load_into: str | None = None,
+                 services: bool = False) -> None:
+        role = (["--serve"] if load_into is None
+                else ["--load-into", load_into, *(["--services"] if services else [])])
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "benchmarks.big_cluster", *role, "--scale", str(scale)]
             + (["--quick"] if quick else []),

@@ -53,6 +53,7 @@ def markdown(r: dict[str, Any]) -> str:
         ("rss_mib_baseline", "RSS before the first LIST, connected (MiB)"),
         ("rss_mib_cached", "RSS with caches full (MiB)"),
         ("rss_mib_synced", "RSS after the first sync (MiB)"),
+        ("peak_rss_mib_synced", "peak RSS by the end of the first sync (MiB)"),
         ("relist_seconds", "forced relist of pods (s)"),
         ("relist_cpu_seconds", "controller CPU during the relist (s)"),
         ("relist_steady_rss_mib", "RSS before the relist (MiB)"),
@@ -68,7 +69,30 @@ def markdown(r: dict[str, Any]) -> str:
     lines += ["", "Sync CPU of one fixed 100-pod selector as its namespace grows:", "",
               "| namespace pods | CPU per sync (us) |", "|---|---|"]
     lines += [f"| {s['namespace_pods']:,} | {s['cpu_us']} |" for s in r["sync_scaling"]]
+    lines += _upstream(r)
     lines += ["", "| target | measured | goal | met |", "|---|---|---|---|"]
     lines += [f"| {t['metric']} | {t['value']} | {t['target']} | {t['met']} |"
               for t in r["targets"]]
     return "\n".join(lines) + "\n"
+
+
+def _upstream(r: dict[str, Any]) -> list[str]:
+    """slicectl and upstream side by side, if upstream ran (real clusters, ``--kcm-binary``)."""
+    if "upstream_seconds_to_all_published" not in r:
+        return []
+    cpu = round((r.get("list_cpu_seconds") or 0) + (r.get("initial_sync_cpu_seconds") or 0), 2)
+    rows = (
+        ("start to every endpoint published (s)", r.get("list_and_sync_seconds"),
+         f"{r['upstream_seconds_to_all_published']} (polled every second)"),
+        ("controller CPU meanwhile (s)", cpu, r.get("upstream_cpu_seconds")),
+        ("peak RSS by then (MiB)", r.get("peak_rss_mib_synced"), r.get("upstream_peak_rss_mib")),
+        ("slices / endpoints published", f"{r.get('slicectl_slices')} / "
+         f"{r.get('slicectl_endpoints')}", f"{r.get('upstream_slices')} / "
+         f"{r.get('upstream_endpoints')}"
+         + ("" if r.get("upstream_converged") else " (did not converge)")),
+    )
+    given = r.get("upstream_command_extra")
+    return ["", "Side by side with upstream's EndpointSlice controller (a Service per selector; "
+            f"upstream given the same client budget and workers: {given}):",
+            "", "| | slicectl | kube-controller-manager |", "|---|---|---|",
+            *(f"| {name} | {ours} | {theirs} |" for name, ours, theirs in rows)]

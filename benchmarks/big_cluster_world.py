@@ -230,6 +230,12 @@ def selector_object(d: Deployment) -> dict[str, Any]:
                      "ports": [{"name": "http", "port": 80, "targetPort": "http"}]}}
 
 
+def node_object(n: int) -> dict[str, Any]:
+    """The n-th of the NODE_COUNT fake Nodes pods are bound to (no kubelet behind it)."""
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {
+        "name": f"node-{n:04d}", "labels": {"topology.kubernetes.io/zone": f"zone-{n % 3}"}}}
+
+
 def iter_pods(factory: PodFactory, deployments: list[Deployment]) -> Iterator[dict[str, Any]]:
     for d in deployments:
         for i in range(d.size):
@@ -263,9 +269,9 @@ async def serve(quick: bool, scale: float) -> None:
             "labels": {"kubernetes.io/metadata.name": ns}},
             "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}})
     for n in range(NODE_COUNT):
-        srv.store.put(node_rt, {"apiVersion": "v1", "kind": "Node", "metadata": {
-            "name": f"node-{n:04d}", "uid": str(uuid.uuid4()), "creationTimestamp": now,
-            "labels": {"topology.kubernetes.io/zone": f"zone-{n % 3}"}}})
+        node = node_object(n)
+        node["metadata"].update(uid=str(uuid.uuid4()), creationTimestamp=now)
+        srv.store.put(node_rt, node)
     factory = PodFactory()
     pods: list[dict[str, Any]] = []
     for pod in iter_pods(factory, deployments):
