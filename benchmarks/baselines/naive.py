@@ -26,7 +26,7 @@ from slicectl.kube.resources import ENDPOINTSLICES, PODS, Resource
 from slicectl.model.records import LABEL_MANAGED_BY, LABEL_SELECTOR_NAME
 
 ESEL = Resource("slicectl.io", "v1alpha1", "endpointselectors", True, "EndpointSelector")
-Slice = tuple[tuple[Any, ...], ...]  # what one slice says, comparable
+Slice = tuple[str, str]  # what one slice says (its ports and endpoints, repr'd), comparable
 
 
 class Naive:
@@ -121,9 +121,9 @@ class Naive:
                             self.pods.pop(name, None)
                         else:
                             self.pods[name] = obj
-                        for sel, spec in self.selectors.items():
+                        for sel_name, spec in self.selectors.items():
                             if any(p is not None and self._selects(spec, p) for p in (old, obj)):
-                                await self.sync(sel)
+                                await self.sync(sel_name)
 
 
 async def main_async(args: argparse.Namespace) -> None:

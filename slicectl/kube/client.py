@@ -28,7 +28,7 @@ from collections.abc import AsyncGenerator, Callable, Iterable
 from dataclasses import dataclass
 from importlib import metadata
 from types import TracebackType
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, Self
 
 import aiohttp
 import orjson
@@ -113,7 +113,7 @@ class KubeClient:
         on_request: RequestHook | None = None,
         *,
         insecure_skip_tls_verify: bool = False,
-    ) -> KubeClient:
+    ) -> Self:
         conn = await load_connection(kubeconfig, context,
                                      insecure_skip_tls_verify=insecure_skip_tls_verify)
         return cls(conn, settings, on_request)
@@ -124,7 +124,7 @@ class KubeClient:
     async def close(self) -> None:
         await self._session.close()
 
-    async def __aenter__(self) -> KubeClient:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(

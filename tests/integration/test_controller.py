@@ -101,8 +101,8 @@ async def test_250_pods_become_three_slices_with_full_metadata(cluster: Cluster)
         async def status_ready() -> bool:
             status = (await c.client.get(ESEL, "web", c.namespace)).get("status", {})
             conds = {x["type"]: x for x in status.get("conditions", [])}
-            return (status.get("endpoints") == 250 and status.get("endpointSlices") == 3
-                    and conds.get("Ready", {}).get("status") == "True")
+            return bool(status.get("endpoints") == 250 and status.get("endpointSlices") == 3
+                        and conds.get("Ready", {}).get("status") == "True")
 
         await wait_until(status_ready, what="status Ready with 250 endpoints")
         status = (await c.client.get(ESEL, "web", c.namespace))["status"]
@@ -134,8 +134,8 @@ async def test_one_readiness_flip_costs_exactly_one_write(cluster: Cluster) -> N
             for s in await slices_of(c.client, c.namespace, "web"):
                 for ep in s["endpoints"]:
                     if ep["targetRef"]["name"] == "web-7":
-                        return ep["conditions"] == {"ready": False, "serving": False,
-                                                    "terminating": False}
+                        return bool(ep["conditions"] == {"ready": False, "serving": False,
+                                                         "terminating": False})
             return False
 
         await wait_until(not_ready_listed, what="web-7 not ready in its slice")

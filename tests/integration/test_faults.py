@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -113,19 +114,20 @@ async def test_converges_exactly_under_errors_throttling_and_dropped_watches(
         await wait_until(all_listed, what="initial convergence")
         async with faults_on(c, wire):
             for i in range(0, 40, 2):
-                await retried(lambda i=i: set_ready(c.client, c.namespace, f"web-{i}", False))
+                await retried(functools.partial(set_ready, c.client, c.namespace, f"web-{i}",
+                                                False))
             for i in range(100, 120):
-                await retried(lambda i=i: c.client.delete(PODS, f"web-{i}", c.namespace,
-                                                          grace_period_seconds=0))
+                await retried(functools.partial(c.client.delete, PODS, f"web-{i}", c.namespace,
+                                                grace_period_seconds=0))
             if c.server is not None:
                 c.server.faults.compact()  # every watch must relist from here on
             for i in range(200, 215):
                 name = f"web-{i}"
                 with contextlib.suppress(AlreadyExists):  # a retried create that had landed
-                    await retried(lambda name=name: c.client.create(
-                        PODS, pod_body(name, {"app": "web"}), c.namespace))
-                await retried(lambda name=name, i=i: c.client.patch(
-                    PODS, name, pod_status(f"10.9.9.{i - 199}"), c.namespace,
+                    await retried(functools.partial(
+                        c.client.create, PODS, pod_body(name, {"app": "web"}), c.namespace))
+                await retried(functools.partial(
+                    c.client.patch, PODS, name, pod_status(f"10.9.9.{i - 199}"), c.namespace,
                     subresource="status"))
             await asyncio.sleep(2.0)  # let the controller work through the faults
 

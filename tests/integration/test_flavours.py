@@ -76,7 +76,7 @@ async def test_all_three_selector_apis_with_the_same_name_coexist(cluster: Clust
 
         async def status_written() -> bool:
             status = (await c.client.get(ESEL, "web", c.namespace)).get("status", {})
-            return status.get("endpoints") == 3
+            return bool(status.get("endpoints") == 3)
 
         await wait_until(status_written, what="status on the slicectl.io flavour")
         core = await c.client.get(CORE_ESEL, "web", c.namespace)
@@ -104,7 +104,7 @@ async def test_invalid_selector_gets_ready_false_and_an_event_while_others_are_s
             status = (await c.client.get(ESEL, "bad", c.namespace)).get("status", {})
             conds = {x["type"]: x for x in status.get("conditions", [])}
             ready = conds.get("Ready", {})
-            return ready.get("status") == "False" and ready.get("reason") == "InvalidSpec"
+            return bool(ready.get("status") == "False" and ready.get("reason") == "InvalidSpec")
 
         await wait_until(bad_reported, what="Ready=False InvalidSpec")
 

@@ -48,7 +48,7 @@ async def test_invalid_selector_keeps_serving_the_last_valid_pods_with_fresh_dat
         async def reported() -> bool:
             status = (await c.client.get(ESEL, "web", c.namespace)).get("status", {})
             ready = {x["type"]: x for x in status.get("conditions", [])}.get("Ready", {})
-            return ready.get("status") == "False" and ready.get("reason") == "InvalidSpec"
+            return bool(ready.get("status") == "False" and ready.get("reason") == "InvalidSpec")
 
         await wait_until(reported, what="Ready=False InvalidSpec")
         await c.client.delete(PODS, "web-0", c.namespace, grace_period_seconds=0)

@@ -53,7 +53,7 @@ async def test_workers_park_while_not_leading_and_resume_when_leading_again(
     await c.client.create(ESEL, selector_body("web", {"app": "web"}), c.namespace)
 
     plans = [0]
-    real_plan = sync_module.plan
+    real_plan = plan
 
     def counted_plan(*args: Any, **kw: Any) -> Any:
         plans[0] += 1

@@ -13,6 +13,7 @@ import aiohttp
 import pytest
 
 import slicectl.controller.sync as sync_module
+from slicectl import reconcile
 from tests.integration.client_faults import ClientFaults
 from tests.integration.conftest import Cluster
 from tests.integration.support import (
@@ -40,7 +41,7 @@ async def test_lease_stall_parks_the_replica_and_it_recovers(
         await create_pod(c.client, c.namespace, f"web-{i}", f"10.95.0.{i + 1}", {"app": "web"})
     await c.client.create(ESEL, selector_body("web", {"app": "web"}), c.namespace)
     plans = [0]
-    real_plan = sync_module.plan
+    real_plan = reconcile.plan
 
     def counted_plan(*args: Any, **kw: Any) -> Any:
         plans[0] += 1

@@ -17,6 +17,7 @@ import pytest
 import structlog
 import yaml
 from aiohttp import web
+from structlog.typing import EventDict
 
 from slicectl.cli.main import build_parser
 from slicectl.cli.run import options_from_args
@@ -91,7 +92,7 @@ async def test_kubeconfig_insecure_skip_tls_verify_is_honoured_with_a_warning(
     assert _warned(logs, caplog)
 
 
-def _warned(logs: list[dict[str, Any]], caplog: pytest.LogCaptureFixture) -> bool:
+def _warned(logs: list[EventDict], caplog: pytest.LogCaptureFixture) -> bool:
     texts = [str(e) for e in logs if e.get("log_level") == "warning"]
     texts += [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     return any("tls" in t.lower() for t in texts)

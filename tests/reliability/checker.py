@@ -151,7 +151,8 @@ def _status_problems(name: str, sel: dict[str, Any], mine: list[dict[str, Any]])
     out = []
     if actual != expected:
         out.append(f"{name}: status {actual} != {expected}")
-    cond = next((c for c in st.get("conditions") or () if c.get("type") == "Ready"), {})
+    cond: dict[str, Any] = next(
+        (c for c in st.get("conditions") or () if c.get("type") == "Ready"), {})
     if cond.get("status") != "True":
         out.append(f"{name}: Ready condition {cond}")
     return out

@@ -26,7 +26,8 @@ from tests.integration.support import CRD_PATH, apply_crd
 from tests.reliability.checker import ESEL, SUITE_LABEL
 
 T = TypeVar("T")
-TRANSIENT = (ServerError, TooManyRequests, aiohttp.ClientError, TimeoutError, OSError)
+TRANSIENT: tuple[type[BaseException], ...] = (
+    ServerError, TooManyRequests, aiohttp.ClientError, TimeoutError, OSError)
 APPS = ("a", "b", "c")
 TIERS = ("x", "y")
 # Each selector of a namespace: name -> matchLabels. "gone" is deleted during the churn.

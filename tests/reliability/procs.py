@@ -237,7 +237,7 @@ def _fds(pid: int) -> list[str]:
 
 def socket_owners(pids: list[int]) -> dict[int, int]:
     """Local TCP port -> pid, for the sockets the given processes hold now."""
-    inode_pid = {}
+    inode_pid: dict[str, int] = {}
     for pid in pids:
         for target in _fds(pid):
             if target.startswith("socket:["):
@@ -247,9 +247,9 @@ def socket_owners(pids: list[int]) -> dict[int, int]:
         with contextlib.suppress(OSError):
             for line in Path(table).read_text().splitlines()[1:]:
                 parts = line.split()
-                pid = inode_pid.get(parts[9])
-                if pid is not None:
-                    owners[int(parts[1].rsplit(":", 1)[1], 16)] = pid
+                owner = inode_pid.get(parts[9])
+                if owner is not None:
+                    owners[int(parts[1].rsplit(":", 1)[1], 16)] = owner
     return owners
 
 

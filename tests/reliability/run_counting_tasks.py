@@ -41,5 +41,5 @@ async def _counting(*args: Any, **kwargs: Any) -> int:
 
 
 if __name__ == "__main__":
-    run_module.run_controller = _counting  # type: ignore[assignment]
+    run_module.run_controller = _counting
     sys.exit(main())

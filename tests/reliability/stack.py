@@ -14,9 +14,10 @@ import contextlib
 import time
 import uuid
 import warnings
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from slicectl.kube.client import ClientSettings, KubeClient
 from slicectl.kube.resources import ENDPOINTSLICES
@@ -225,7 +226,7 @@ def record(row: Row) -> None:
 async def under_fault(s: Stack, churn: Churn, seconds: float, *,
                       on: Callable[[], None] = lambda: None,
                       off: Callable[[], None] = lambda: None,
-                      during: Callable[[], Awaitable[None]] | None = None,
+                      during: Callable[[], Coroutine[Any, Any, None]] | None = None,
                       after: Callable[[], Awaitable[None]] | None = None,
                       limit: float = 30.0, quiet: float = 0.0,
                       foreign: dict[str, str] | None = None) -> tuple[float, checker.Verdict]:

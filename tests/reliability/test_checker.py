@@ -39,6 +39,7 @@ async def test_checker_finds_every_planted_problem(srv: EmbeddedApiServer) -> No
                 await client.patch(PODS, name, running_status(ip, ready), NS,
                                    subresource="status")
         web = await client.get(ESEL, "web", NS)
+        good: dict[str, Any]  # the slice as the controller would write it
         good = {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
                 "addressType": "IPv4", "ports": [],
                 "metadata": {"name": "web-1", "labels": {L_SELECTOR: "web",

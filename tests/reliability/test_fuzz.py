@@ -229,8 +229,9 @@ async def bad_selectors_not_ready(s: Any, count: int, limit: float = 30.0) -> li
         missing = []
         for n in range(count):
             sel = by_name.get(f"bad-{n}", {})
-            cond = next((c for c in (sel.get("status") or {}).get("conditions") or ()
-                         if c.get("type") == "Ready"), {})
+            cond: dict[str, Any] = next(
+                (c for c in (sel.get("status") or {}).get("conditions") or ()
+                 if c.get("type") == "Ready"), {})
             if cond.get("status") != "False" or not cond.get("reason"):
                 missing.append(f"bad-{n}: {json.dumps(sel.get('spec'))[:80]} -> {cond}")
         if not missing:
@@ -257,8 +258,9 @@ async def test_selector_turning_invalid_never_lists_gone_pods(tmp_path: Path,
             alive = {p["metadata"]["name"] for p in pods}
             slices, _ = await s.client.list(ENDPOINTSLICES, s.ns,
                                             label_selector=f"{L_SELECTOR}=app-a")
-            gone = sorted({(ep.get("targetRef") or {}).get("name") for sl in slices
-                           for ep in sl.get("endpoints") or ()} - alive)
+            listed: set[Any] = {(ep.get("targetRef") or {}).get("name") for sl in slices
+                                for ep in sl.get("endpoints") or ()}
+            gone = sorted(listed - alive)
             if not gone:
                 break
             await asyncio.sleep(0.5)

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from slicectl.kube.resources import LEASES
+from slicectl.sim.faults import WriteRecord
 from tests.reliability.conftest import Sizes
 from tests.reliability.procs import Election, Replica, socket_owners
 from tests.reliability.stack import Row, Stack, load, record, stack, under_fault
@@ -221,14 +222,14 @@ async def first_write_after(s: Stack, at: float, limit: float = 30.0) -> float:
     raise AssertionError(f"no slice write within {limit:g}s of the failover")
 
 
-def interleaving(writes: list[object], port_pid: dict[int, int]) -> int:
+def interleaving(writes: list[WriteRecord], port_pid: dict[int, int]) -> int:
     """Assert the writers' spans never overlap: once another replica wrote, the previous writer
     never writes again. Returns the number of spans (one per leadership)."""
     order: list[int] = []
     for w in writes:
-        if getattr(w, "resource", "") != "endpointslices":
+        if w.resource != "endpointslices":
             continue
-        pid = port_pid.get(getattr(w, "client_port", 0))
+        pid = port_pid.get(w.client_port)
         assert pid is not None, f"write from an unknown port: {w}"
         if not order or order[-1] != pid:
             assert pid not in order, f"replica {pid} wrote again after {order[-1]} took over"

@@ -11,6 +11,7 @@ import aiohttp
 import orjson
 import pytest
 import yaml
+from multidict import CIMultiDictProxy
 
 from slicectl.sim.server import EmbeddedApiServer
 
@@ -24,7 +25,7 @@ class Raw:
 
     async def request(self, method: str, path: str, body: Any = None,
                       content_type: str = "application/json",
-                      **params: Any) -> tuple[int, Any, aiohttp.typedefs.LooseHeaders]:
+                      **params: Any) -> tuple[int, Any, CIMultiDictProxy[str]]:
         data = None if body is None else (body if isinstance(body, bytes) else orjson.dumps(body))
         query = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in params.items()}
         async with self.session.request(method, self.srv.url + path, data=data, params=query,

@@ -179,7 +179,8 @@ def test_namespace_names_are_dns_labels() -> None:
 
 
 def test_pod_requires_named_containers() -> None:
-    pod = {"metadata": {"name": "p", "namespace": "a"}, "spec": {"containers": []}}
+    pod: dict[str, Any] = {"metadata": {"name": "p", "namespace": "a"},
+                           "spec": {"containers": []}}
     assert fields(validate(POD, pod, None)) == [("spec.containers", "FieldValueRequired")]
     pod["spec"]["containers"] = [{"image": "x"}]
     assert fields(validate(POD, pod, None)) == [("spec.containers[0].name",

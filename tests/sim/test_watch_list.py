@@ -9,14 +9,24 @@ LIST arrives whole whatever the ``limit`` (so an informer that wants pages must 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, TypedDict
 
 import pytest
 
 from tests.sim.conftest import PODS, Raw, pod
 
-STREAM = {"sendInitialEvents": True, "resourceVersionMatch": "NotOlderThan",
-          "allowWatchBookmarks": True}
+
+class StreamOptions(TypedDict, total=False):
+    """The ListOptions of a streaming list, as query parameters."""
+
+    sendInitialEvents: bool
+    resourceVersionMatch: str
+    allowWatchBookmarks: bool
+    resourceVersion: str
+
+
+STREAM: StreamOptions = {"sendInitialEvents": True, "resourceVersionMatch": "NotOlderThan",
+                         "allowWatchBookmarks": True}
 
 
 async def _pods(raw: Raw, n: int) -> str:
@@ -34,7 +44,8 @@ async def _watch_status(raw: Raw, **params: Any) -> tuple[int, Any]:
 @pytest.mark.parametrize("rv", ["", "0", "1", "last"])
 async def test_stream_sends_state_then_end_bookmark(raw: Raw, rv: str) -> None:
     last = await _pods(raw, 3)
-    query = {**STREAM, **({"resourceVersion": last if rv == "last" else rv} if rv else {})}
+    query: StreamOptions = {
+        **STREAM, **({"resourceVersion": last if rv == "last" else rv} if rv else {})}
     events = await raw.watch_lines(PODS, 4, **query)
     assert [e["type"] for e in events] == ["ADDED"] * 3 + ["BOOKMARK"]
     assert {e["object"]["metadata"]["name"] for e in events[:3]} == {"p00", "p01", "p02"}

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
+from typing import TypedDict, Unpack
 
 import pytest
 
@@ -22,7 +24,22 @@ def index() -> SelectorIndex:
     return idx
 
 
-def bump(pod: PodRecord, **changes: object) -> PodRecord:
+class PodChanges(TypedDict, total=False):
+    """The PodRecord fields a test changes."""
+
+    labels: Mapping[str, str]
+    phase: str
+    pod_ips: tuple[str, ...]
+    ready: bool
+    ready_transition: str | None
+    terminating: bool
+    node_name: str
+    hostname: str
+    subdomain: str
+    container_ports: tuple[ContainerPort, ...]
+
+
+def bump(pod: PodRecord, **changes: Unpack[PodChanges]) -> PodRecord:
     return replace(pod, resource_version=str(int(pod.resource_version) + 1), **changes)
 
 
@@ -59,7 +76,7 @@ def test_irrelevant_change_is_ignored(index: SelectorIndex) -> None:
     ],
 )
 def test_endpoint_relevant_change_syncs_current_selectors(
-    index: SelectorIndex, changes: dict[str, object]
+    index: SelectorIndex, changes: PodChanges
 ) -> None:
     pod = make_pod("p", {"app": "a"})
     assert selectors_to_sync(pod, bump(pod, **changes), index) == {"ns1/sel-a", "ns1/sel-any"}
