@@ -85,20 +85,9 @@ async def big_cluster(args: argparse.Namespace, upstream: bool, out: Path) -> di
     start of its own kube-controller-manager."""
     from benchmarks.big_cluster import run_big_cluster
 
-    binary = kcm_kubeconfig = None
-    if upstream:
-        plan = UpstreamPlan.resolve(args.kubeconfig, args.context, args.kcm_binary,
-                                    args.kcm_kubeconfig)
-        if isinstance(plan, str):
-            print(f"big-cluster: {plan}")
-        elif plan.binary is None:
-            print("big-cluster: upstream skipped: a kube-controller-manager already runs the "
-                  "endpointslice controller on this cluster, and this scenario times its own "
-                  "from a cold start")
-        else:
-            binary, kcm_kubeconfig = plan.binary, plan.kubeconfig
     return dict(await run_big_cluster(kubeconfig=args.kubeconfig, quick=args.quick, out=out,
-                                      kcm_binary=binary, kcm_kubeconfig=kcm_kubeconfig))
+                                      upstream=upstream, kcm_binary=args.kcm_binary,
+                                      kcm_kubeconfig=args.kcm_kubeconfig))
 
 
 async def run(args: argparse.Namespace) -> int:

@@ -56,7 +56,7 @@ from benchmarks.big_cluster_probes import (
     wait_for,
 )
 from benchmarks.big_cluster_report import targets, write_results
-from benchmarks.big_cluster_upstream import measure_upstream, published, service_for
+from benchmarks.big_cluster_upstream import compare_upstream, own_kcm, service_for
 from benchmarks.big_cluster_world import (
     ESEL,
     NODE_COUNT,
@@ -73,25 +73,27 @@ from slicectl.kube.client import ClientSettings, KubeClient
 from slicectl.kube.errors import AlreadyExists
 from slicectl.kube.resources import NAMESPACES, NODES, PODS, Resource
 from slicectl.obs.metrics import Metrics
-from slicectl.reconcile import Settings
 
 
 async def run_big_cluster(*, kubeconfig: str | None, quick: bool, out: pathlib.Path,
                           scale: float = 1.0, watch_list: bool = True,
-                          kcm_binary: str | None = None, kcm_kubeconfig: str | None = None,
-                          ) -> dict[str, object]:
+                          upstream: bool = False, kcm_binary: str | None = None,
+                          kcm_kubeconfig: str | None = None) -> dict[str, object]:
     """Run the scenario; write big_cluster.json and big_cluster.md into ``out``.
 
     ``scale`` shrinks or grows the full size (pods, selectors, flips; not with ``quick``);
     ``watch_list`` False makes the controller list with paginated LISTs (``--watch-list=false``);
-    ``kcm_binary`` (real clusters only) adds upstream's side (:mod:`big_cluster_upstream`).
+    ``upstream`` adds upstream's side (:mod:`big_cluster_upstream`), where it can run.
     """
-    upstream = kcm_binary is not None and kubeconfig is not None
     size = Size.of(quick, scale)
     await asyncio.to_thread(out.mkdir, parents=True, exist_ok=True)
     result: dict[str, Any] = {"scenario": "big-cluster", "quick": quick,
                               "server": "real (kubeconfig)" if kubeconfig else "embedded",
                               "size": size.__dict__}
+    kcm = own_kcm(kubeconfig, kcm_binary, kcm_kubeconfig) if upstream else None
+    if isinstance(kcm, str):
+        progress(kcm)
+        result["upstream_skipped"], kcm = kcm, None
     server: ServerProcess | None = None
     started = time.monotonic()
     try:
@@ -100,7 +102,7 @@ async def run_big_cluster(*, kubeconfig: str | None, quick: bool, out: pathlib.P
             hello = await server.read()
             kubeconfig = hello["kubeconfig"]
         else:  # created by a child: its heap would hide the caches' growth in this process
-            loader = ServerProcess(quick, scale, load_into=kubeconfig, services=upstream)
+            loader = ServerProcess(quick, scale, load_into=kubeconfig, services=kcm is not None)
             try:
                 hello = await loader.read()
             finally:
@@ -109,10 +111,8 @@ async def run_big_cluster(*, kubeconfig: str | None, quick: bool, out: pathlib.P
         result["pod_json_bytes"] = hello["pod_json_bytes"]
         result["load_seconds"] = round(time.monotonic() - started, 1)
         await measure_controller(kubeconfig, size, server, result, watch_list)
-        if upstream:
-            assert kcm_binary is not None
-            await compare_upstream(kubeconfig, kcm_binary, kcm_kubeconfig or kubeconfig,
-                                   out, result)
+        if kcm is not None:
+            result.update(await compare_upstream(kubeconfig, *kcm, out))
     finally:
         if server is not None:
             server.close()
@@ -241,18 +241,6 @@ async def measure_controller(kubeconfig: str, size: Size, server: ServerProcess 
         await client.close()
 
 
-async def compare_upstream(kubeconfig: str, binary: str, kcm_kubeconfig: str,
-                           out: pathlib.Path, result: dict[str, Any]) -> None:
-    """Upstream's side, timed to the endpoints slicectl published (its slices, counted now)."""
-    settings = ClientSettings(qps=200.0, burst=200)
-    async with await KubeClient.connect(kubeconfig, settings=settings) as client:
-        slices, endpoints = await published(client, Settings().managed_by)
-        result["slicectl_slices"], result["slicectl_endpoints"] = slices, endpoints
-        progress("upstream: its first sync")
-        result.update(await measure_upstream(client, binary, kcm_kubeconfig,
-                                             str(out / "kube-controller-manager.log"), endpoints))
-
-
 async def load_over_http(kubeconfig: str, size: Size, services: bool = False) -> dict[str, int]:
     """Create the workload in a real cluster (namespaces ``bc-*``), and with ``services`` a
     Service for each selector (upstream's side): the pod count and the mean size of a pod's
@@ -343,6 +331,7 @@ def main(argv: list[str] | None = None) -> int:
         result = runner.run(run_big_cluster(kubeconfig=args.kubeconfig, quick=args.quick,
                                             out=out, scale=args.scale,
                                             watch_list=args.watch_list,
+                                            upstream=args.kcm_binary is not None,
                                             kcm_binary=args.kcm_binary,
                                             kcm_kubeconfig=args.kcm_kubeconfig))
     print((out / "big_cluster.md").read_text())

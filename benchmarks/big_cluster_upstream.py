@@ -18,18 +18,21 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 from typing import Any
 
 from benchmarks.baselines.upstream import (
     UPSTREAM_MANAGED_BY,
+    UpstreamPlan,
     free_port,
     kcm_command,
     service_manifest,
 )
 from benchmarks.big_cluster_world import Deployment
-from slicectl.kube.client import KubeClient
+from slicectl.kube.client import ClientSettings, KubeClient
 from slicectl.kube.resources import ENDPOINTSLICES
 from slicectl.model.records import LABEL_MANAGED_BY
+from slicectl.reconcile import Settings
 
 SERVICE_PORTS = [{"name": "http", "port": 80, "targetPort": "http"}]
 QPS = 5000  # as slicectl's client in this scenario
@@ -43,6 +46,21 @@ def service_for(d: Deployment) -> dict[str, Any]:
     body = service_manifest(d.name, {"app": d.name}, SERVICE_PORTS)
     body["metadata"]["namespace"] = d.namespace
     return body
+
+
+def own_kcm(kubeconfig: str | None, binary: str | None,
+            kcm_kubeconfig: str | None) -> tuple[str, str] | str:
+    """The kube-controller-manager to start (binary, its kubeconfig), or why upstream is skipped:
+    the side-by-side scenarios' rules (:class:`UpstreamPlan`), except that a shared one already
+    running the endpointslice controller cannot be timed from a cold start."""
+    plan = UpstreamPlan.resolve(kubeconfig, None, binary, kcm_kubeconfig)
+    if isinstance(plan, str):
+        return f"big-cluster: {plan}"
+    if plan.binary is None:
+        return ("big-cluster: upstream skipped: a kube-controller-manager already runs the "
+                "endpointslice controller on this cluster, and this scenario times its own "
+                "from a cold start")
+    return plan.binary, plan.kubeconfig
 
 
 def upstream_command(binary: str, kubeconfig: str) -> list[str]:
@@ -63,6 +81,19 @@ async def published(client: KubeClient, managed_by: str) -> tuple[int, int]:
             slices += 1
             endpoints += len(item.get("endpoints") or ())
     return slices, endpoints
+
+
+async def compare_upstream(kubeconfig: str, binary: str, kcm_kubeconfig: str,
+                           out: Path) -> dict[str, Any]:
+    """Upstream's side, timed to the endpoints slicectl published (its slices, counted now)."""
+    async with await KubeClient.connect(kubeconfig,
+                                        settings=ClientSettings(qps=200.0, burst=200)) as client:
+        slices, endpoints = await published(client, Settings().managed_by)
+        figures: dict[str, Any] = {"slicectl_slices": slices, "slicectl_endpoints": endpoints}
+        figures.update(await measure_upstream(client, binary, kcm_kubeconfig,
+                                              str(out / "kube-controller-manager.log"),
+                                              endpoints))
+    return figures
 
 
 async def measure_upstream(client: KubeClient, binary: str, kcm_kubeconfig: str,

@@ -67,3 +67,17 @@ def test_finds_the_kcm_that_serves_the_same_server(tmp_path: Path) -> None:
     found = find_shared_kcm("https://127.0.0.1:6443", str(proc))
     assert found is not None and found[0] == 13
     assert find_shared_kcm("https://127.0.0.1:9999", str(proc)) is None
+
+
+def test_big_cluster_times_only_its_own_kcm(tmp_path: Path) -> None:
+    from benchmarks.big_cluster_upstream import own_kcm, upstream_command
+
+    kubeconfig = tmp_path / "kc.yaml"
+    kubeconfig.write_text("clusters: [{name: c, cluster: {server: 'https://192.0.2.9:6443'}}]\n")
+    assert "needs a real API server" in str(own_kcm(None, "/bin/kcm", None))
+    assert "no binary" in str(own_kcm(str(kubeconfig), None, None))
+    assert own_kcm(str(kubeconfig), "/bin/kcm", None) == ("/bin/kcm", str(kubeconfig))
+    command = upstream_command("/bin/kcm", str(kubeconfig))
+    assert command[-3:] == ["--kube-api-qps=5000", "--kube-api-burst=5000",
+                            "--concurrent-service-endpoint-syncs=20"]
+    assert "--controllers=endpointslice" in command
