@@ -24,7 +24,7 @@ import pytest
 
 from slicectl.kube.client import KubeClient
 from slicectl.kube.errors import NotFound
-from slicectl.kube.resources import NAMESPACES, NODES
+from slicectl.kube.resources import NODES
 from slicectl.sim.server import EmbeddedApiServer
 from tests.conftest import REAL_CLUSTER_KUBECONFIG
 from tests.integration.credentials import server_ca_and_address
@@ -34,6 +34,7 @@ from tests.integration.support import (
     ClientRequests,
     apply_crd,
     create_namespace,
+    delete_namespace,
     set_node_suffix,
 )
 from tests.integration.wire import WireProxy
@@ -75,7 +76,7 @@ async def api(embedded_options: dict[str, Any]) -> AsyncIterator[Cluster]:
         ns = f"slicectl-test-{uuid.uuid4().hex[:8]}"
         await create_namespace(client, ns, real=server is None)
         if server is None:
-            stack.push_async_callback(_delete_namespace, client, ns)
+            stack.push_async_callback(delete_namespace, client, ns)
             stack.push_async_callback(_delete_created_nodes, client)
             set_node_suffix(ns.rsplit("-", 1)[-1])
             stack.callback(set_node_suffix, "")
@@ -101,16 +102,6 @@ async def cluster(api: Cluster) -> Cluster:
     await apply_crd(api.client, CRD_PATH)
     api.requests.clear()
     return api
-
-
-async def _delete_namespace(client: KubeClient, ns: str) -> None:
-    """Delete the test's namespace, its pods first and at once: a pod bound to a Node is deleted
-    gracefully, and with no kubelet to confirm it would keep the namespace terminating until the
-    pod garbage collector notices its Node is gone."""
-    with contextlib.suppress(NotFound):
-        await client.request("DELETE", f"/api/v1/namespaces/{ns}/pods",
-                             params={"gracePeriodSeconds": "0"})
-        await client.delete(NAMESPACES, ns, propagation_policy="Background")
 
 
 async def _delete_created_nodes(client: KubeClient) -> None:

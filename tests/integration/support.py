@@ -255,11 +255,16 @@ async def slices_of(client: KubeClient, ns: str, selector: str) -> list[dict[str
 
 
 class SliceWrites:
-    """Counts EndpointSlice writes in a namespace from a watch (ADDED/MODIFIED/DELETED)."""
+    """Counts EndpointSlice writes in a namespace from a watch (ADDED/MODIFIED/DELETED).
+
+    The watch resumes from the last resourceVersion when the server ends it; history compacted
+    meanwhile (410) would lose events, so a count spanning one is a lower bound.
+    """
 
     def __init__(self, client: KubeClient, ns: str) -> None:
         self.client, self.ns = client, ns
         self.counts: Counter[str] = Counter()
+        self.kinds: list[str] = []  # the event types, oldest first
         self.times: list[float] = []
         self._task: asyncio.Task[None] | None = None
 
@@ -272,11 +277,14 @@ class SliceWrites:
         self._task = asyncio.create_task(self._run(rv))
 
     async def _run(self, rv: str) -> None:
-        async for event in self.client.watch(ENDPOINTSLICES, self.ns, resource_version=rv,
-                                             timeout_seconds=600):
-            if event.type in ("ADDED", "MODIFIED", "DELETED"):
-                self.counts[event.type] += 1
-                self.times.append(time.monotonic())
+        while True:
+            async for event in self.client.watch(ENDPOINTSLICES, self.ns, resource_version=rv,
+                                                 timeout_seconds=600):
+                rv = event.object.get("metadata", {}).get("resourceVersion") or rv
+                if event.type in ("ADDED", "MODIFIED", "DELETED"):
+                    self.counts[event.type] += 1
+                    self.kinds.append(event.type)
+                    self.times.append(time.monotonic())
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -291,6 +299,16 @@ class SliceWrites:
             await asyncio.sleep(seconds)
             if self.total == before:
                 return
+
+
+async def delete_namespace(client: KubeClient, ns: str) -> None:
+    """Delete a test's namespace, its pods first and at once: a pod bound to a Node is deleted
+    gracefully, and with no kubelet to confirm it would keep the namespace terminating until the
+    pod garbage collector notices its Node is gone."""
+    with contextlib.suppress(NotFound):
+        await client.request("DELETE", f"/api/v1/namespaces/{ns}/pods",
+                             params={"gracePeriodSeconds": "0"})
+        await client.delete(NAMESPACES, ns, propagation_policy="Background")
 
 
 def options(kubeconfig: str, ns: str, **overrides: Any) -> RunOptions:

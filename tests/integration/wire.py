@@ -11,7 +11,9 @@ and can, on demand:
   connection: the client's only defence is its own timeout); new connections still flow,
   unless ``new_too`` (then nothing gets through until ``restore()``: a server that hangs);
 * ``refuse()``: reset open connections and every new one until ``restore()`` (the server is
-  unreachable: every request fails).
+  unreachable: every request fails);
+* ``resume()``: everything stalled flows again, bytes held included (a partition heals, a
+  frozen server resumes).
 
 It decides nothing about HTTP: faults that need a status code (500, 429) or a crafted body stay
 with the embedded server.
@@ -96,6 +98,12 @@ class WireProxy:
     def restore(self) -> None:
         """New connections flow again (stalled ones stay stalled until dropped)."""
         self._refusing = self._stalling = False
+
+    def resume(self) -> None:
+        """Stalled connections carry their held bytes and flow again, new ones too."""
+        self.restore()
+        for link in self._links:
+            link.flowing.set()
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if self._refusing:

@@ -1,10 +1,16 @@
 """One scenario's moving parts: API server, client, namespace, slicectl replicas, health probes.
 
 The API server runs in this process (its fault knobs at hand, its request counts exact) or, when
-the scenario freezes it, as its own process. slicectl always runs as real ``slicectl run``
-processes. :meth:`Stack.converge` waits for the independent check to pass; :meth:`Stack.close`
-holds the invariants every scenario shares: no replica exited on its own, every /healthz probe
-answered 200 within 1 s, and the event loop lag stayed bounded.
+the scenario freezes it, as its own process. With ``SLICECTL_TEST_KUBECONFIG`` set, the
+scenarios that need neither run against that real cluster instead: a namespace of their own
+(deleted afterwards), slice writes counted from a watch on it (a write that changes nothing
+shows no event there, unlike the embedded server's request counts), and faults only on the
+wire. With ``wire=True`` the replicas reach the server through a
+:class:`~tests.integration.wire.WireProxy`, which breaks connections the same way in front of
+either server. slicectl always runs as real ``slicectl run`` processes. :meth:`Stack.converge`
+waits for the independent check to pass; the context's exit holds the invariants every scenario
+shares: no replica exited on its own, every /healthz probe answered 200 within 1 s, and the
+event loop lag stayed bounded.
 """
 
 from __future__ import annotations
@@ -22,6 +28,14 @@ from typing import Any
 from slicectl.kube.client import ClientSettings, KubeClient
 from slicectl.kube.resources import ENDPOINTSLICES
 from slicectl.sim.server import EmbeddedApiServer
+from tests.conftest import REAL_CLUSTER_KUBECONFIG
+from tests.integration.credentials import server_ca_and_address
+from tests.integration.support import (
+    SliceWrites,
+    delete_namespace,
+    wait_for_default_service_account,
+)
+from tests.integration.wire import WireProxy
 from tests.reliability import checker
 from tests.reliability.churn import SELECTORS, Churn, prepare
 from tests.reliability.procs import (
@@ -61,20 +75,40 @@ class Stack:
     kubeconfig: str
     client: KubeClient
     ns: str
-    server: EmbeddedApiServer | None = None
+    server: EmbeddedApiServer | None = None  # None on a real cluster or a process server
     apiserver: ApiServerProcess | None = None
+    wire: WireProxy | None = None  # between the replicas and the server, when asked for
+    writes: SliceWrites | None = None  # the namespace's slice events, on a real cluster
     replicas: list[Replica] = field(default_factory=list)
     poller: HealthPoller = field(default_factory=HealthPoller)
     lag_checked: bool = False
 
+    @property
+    def real(self) -> bool:
+        return self.server is None and self.apiserver is None
+
     def slice_writes(self) -> int:
+        """Slice writes so far: the embedded server's request count, or on a real cluster the
+        slice events seen in the namespace."""
+        if self.writes is not None:
+            return self.writes.total
         assert self.server is not None
         return sum(self.server.request_counts(verb=v, resource="endpointslices")
                    for v in SLICE_WRITES)
 
+    def _write_verbs(self) -> list[str]:
+        """Every slice write recorded so far, oldest first, as verbs (create/patch/delete...)."""
+        if self.writes is not None:
+            return [_VERB_OF_EVENT[kind] for kind in self.writes.kinds]
+        assert self.server is not None
+        return [w.verb for w in self.server.faults.writes if w.resource == "endpointslices"]
+
     async def add_replica(self, name: str, election: Election | None = None,
                           extra: tuple[str, ...] = ()) -> Replica:
-        r = Replica(name, self.kubeconfig, [self.ns], self.tmp, election, extra)
+        kubeconfig = self.kubeconfig
+        if self.wire is not None:
+            kubeconfig = self.wire.kubeconfig(self.kubeconfig, self.tmp / "wire.kubeconfig")
+        r = Replica(name, kubeconfig, [self.ns], self.tmp, election, extra)
         self.replicas.append(r)
         self.poller.watch(r)
         await r.start()
@@ -109,7 +143,7 @@ class Stack:
         took = time.monotonic() - start
         assert verdict.ok, (f"not exact {limit:g}s after the fault: {verdict.problems}\n"
                             + self.tails())
-        if quiet and self.server is not None:
+        if quiet and self.apiserver is None:
             await self._assert_quiet(quiet, deleted, foreign)
         return took, verdict
 
@@ -120,20 +154,21 @@ class Stack:
         fragmented slices (reconcile/pack.py), a few writes per quiet period. Such writes are
         allowed while each window's writes only update or delete slices, lower the slice
         count and leave the picture exact; then a window without any write must follow."""
-        assert self.server is not None
-        faults = self.server.faults
+        faults = self.server.faults if self.server is not None else None
         for _ in range(5):  # compaction rounds before the quiet window that must come
             slices = await self._slice_count()
-            recording, faults.record_writes = faults.record_writes, True
-            mark, before = len(faults.writes), self.slice_writes()
+            recording = faults is not None and faults.record_writes
+            if faults is not None:
+                faults.record_writes = True
+            mark, before = len(self._write_verbs()), self.slice_writes()
             await asyncio.sleep(quiet)
-            faults.record_writes = recording
-            late = [(w.verb, w.name, w.code) for w in faults.writes[mark:]
-                    if w.resource == "endpointslices"]
+            if faults is not None:
+                faults.record_writes = recording
+            late = self._write_verbs()[mark:]
             if self.slice_writes() == before:
                 return
             verdict = await checker.check(self.client, self.ns, deleted=deleted, foreign=foreign)
-            compaction = (all(verb in ("patch", "delete") for verb, _, _ in late)
+            compaction = (all(verb in ("patch", "delete") for verb in late)
                           and await self._slice_count() < slices and verdict.ok)
             assert compaction, (f"slices written although all were right: {late} "
                                 f"({verdict.problems})\n{self.tails()}")
@@ -179,14 +214,19 @@ class Stack:
         return max((rec.worst for rec in self.poller.records.values()), default=0.0)
 
 
+_VERB_OF_EVENT = {"ADDED": "create", "MODIFIED": "patch", "DELETED": "delete"}
+
+
 async def _world(client: KubeClient, ns: str) -> None:
     await prepare(client, ns, SELECTORS)
 
 
 @contextlib.asynccontextmanager
 async def stack(tmp: Path, *, process_server: bool = False, server_args: tuple[str, ...] = (),
-                bookmark_interval: float = 1.0, world: bool = True) -> AsyncIterator[Stack]:
-    """A fresh API server and namespace; replicas are added by the scenario."""
+                bookmark_interval: float = 1.0, world: bool = True,
+                wire: bool = False) -> AsyncIterator[Stack]:
+    """A fresh namespace on a fresh API server (or on the real cluster under test); replicas
+    are added by the scenario, through a :class:`WireProxy` with ``wire``."""
     ns = f"rel-{uuid.uuid4().hex[:6]}"
     async with contextlib.AsyncExitStack() as exits:
         server: EmbeddedApiServer | None = None
@@ -196,6 +236,8 @@ async def stack(tmp: Path, *, process_server: bool = False, server_args: tuple[s
             await proc.start()
             exits.push_async_callback(proc.stop)
             kubeconfig = proc.kubeconfig
+        elif REAL_CLUSTER_KUBECONFIG is not None:
+            kubeconfig = REAL_CLUSTER_KUBECONFIG
         else:
             server = await exits.enter_async_context(
                 EmbeddedApiServer(port=0, bookmark_interval=bookmark_interval))
@@ -203,9 +245,20 @@ async def stack(tmp: Path, *, process_server: bool = False, server_args: tuple[s
         client = await KubeClient.connect(kubeconfig, settings=ClientSettings(
             qps=1000.0, burst=1000, request_timeout=10.0))
         exits.push_async_callback(client.close)
-        s = Stack(tmp, kubeconfig, client, ns, server, proc)
+        proxy: WireProxy | None = None
+        if wire:
+            _, host, port = server_ca_and_address(kubeconfig)
+            proxy = await exits.enter_async_context(WireProxy(host, port))
+        s = Stack(tmp, kubeconfig, client, ns, server, proc, proxy)
+        if s.real:
+            exits.push_async_callback(delete_namespace, client, ns)
         if world:
             await _world(client, ns)
+        if s.real:
+            await wait_for_default_service_account(client, ns)
+            s.writes = SliceWrites(client, ns)
+            await s.writes.start()
+            exits.push_async_callback(s.writes.stop)
         s.poller.start()
         exits.callback(s.poller.stop)
 

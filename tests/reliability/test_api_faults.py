@@ -14,7 +14,9 @@ from tests.reliability.churn import create, selector_body
 from tests.reliability.conftest import Sizes
 from tests.reliability.stack import Row, load, record, stack, under_fault
 
-pytestmark = pytest.mark.embedded_only
+pytestmark = pytest.mark.embedded_only(
+    reason="fault injection: errors, throttling, lost responses, stalled watches and a "
+    "reset history, from the embedded server")
 # A watch that sends nothing, not even a bookmark (the server sends one every second here), must
 # be noticed and replaced within the inactivity timeout (issue 8 item 6); the slices must then be
 # exact within the usual convergence bound.

@@ -10,8 +10,6 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-import pytest
-
 from slicectl.cli.workload import pod_manifest, running_status
 from slicectl.kube.client import KubeClient
 from slicectl.kube.resources import ENDPOINTSLICES, PODS
@@ -19,7 +17,6 @@ from slicectl.sim.server import EmbeddedApiServer
 from tests.reliability.checker import ESEL, L_MANAGED, L_SELECTOR, MANAGED_BY, check
 from tests.reliability.churn import prepare
 
-pytestmark = pytest.mark.embedded_only
 NS = "checked"
 
 

@@ -14,7 +14,8 @@ import pytest
 from tests.reliability.conftest import Sizes
 from tests.reliability.stack import Row, load, record, stack, under_fault
 
-pytestmark = pytest.mark.embedded_only
+pytestmark = pytest.mark.embedded_only(
+    reason="fault injection: watches ended and history compacted by the embedded server")
 RELIST = "slicectl_relists_total"
 INFORMERS = 4  # nodes, pods, endpointslices, endpointselectors (one namespace)
 
