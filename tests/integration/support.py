@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 import yaml
 
@@ -25,7 +26,7 @@ from slicectl.cli import workload
 from slicectl.cli.run import RunOptions, run_controller
 from slicectl.controller.controller import Controller, ControllerConfig
 from slicectl.kube.client import ClientSettings, KubeClient
-from slicectl.kube.errors import AlreadyExists, NotFound
+from slicectl.kube.errors import AlreadyExists, Gone, NotFound, ServerError
 from slicectl.kube.resources import CRDS, ENDPOINTSLICES, NAMESPACES, NODES, PODS, Resource
 from slicectl.model.apis import SLICECTL
 from slicectl.model.records import LABEL_SELECTOR_NAME
@@ -257,8 +258,9 @@ async def slices_of(client: KubeClient, ns: str, selector: str) -> list[dict[str
 class SliceWrites:
     """Counts EndpointSlice writes in a namespace from a watch (ADDED/MODIFIED/DELETED).
 
-    The watch resumes from the last resourceVersion when the server ends it; history compacted
-    meanwhile (410) would lose events, so a count spanning one is a lower bound.
+    The watch resumes from the last resourceVersion when the server ends it or the connection
+    breaks (an API server restart); if that history is gone (410), it lists again and counts a
+    ``gap``: writes in a gap are not seen.
     """
 
     def __init__(self, client: KubeClient, ns: str) -> None:
@@ -266,6 +268,7 @@ class SliceWrites:
         self.counts: Counter[str] = Counter()
         self.kinds: list[str] = []  # the event types, oldest first
         self.times: list[float] = []
+        self.gaps = 0
         self._task: asyncio.Task[None] | None = None
 
     @property
@@ -278,13 +281,27 @@ class SliceWrites:
 
     async def _run(self, rv: str) -> None:
         while True:
-            async for event in self.client.watch(ENDPOINTSLICES, self.ns, resource_version=rv,
-                                                 timeout_seconds=600):
-                rv = event.object.get("metadata", {}).get("resourceVersion") or rv
-                if event.type in ("ADDED", "MODIFIED", "DELETED"):
-                    self.counts[event.type] += 1
-                    self.kinds.append(event.type)
-                    self.times.append(time.monotonic())
+            try:
+                async for event in self.client.watch(
+                        ENDPOINTSLICES, self.ns, resource_version=rv, timeout_seconds=600):
+                    rv = event.object.get("metadata", {}).get("resourceVersion") or rv
+                    if event.type in ("ADDED", "MODIFIED", "DELETED"):
+                        self.counts[event.type] += 1
+                        self.kinds.append(event.type)
+                        self.times.append(time.monotonic())
+            except Gone:
+                self.gaps += 1
+                rv = await self._relist()
+            except (ServerError, aiohttp.ClientError, OSError, TimeoutError):
+                await asyncio.sleep(0.2)  # the server is away (restarting): resume from rv
+
+    async def _relist(self) -> str:
+        while True:
+            try:
+                _, rv = await self.client.list(ENDPOINTSLICES, self.ns)
+                return rv
+            except (ServerError, aiohttp.ClientError, OSError, TimeoutError):
+                await asyncio.sleep(0.2)
 
     async def stop(self) -> None:
         if self._task is not None:

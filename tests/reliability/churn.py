@@ -36,6 +36,7 @@ SELECTORS: dict[str, dict[str, str]] = {
     "a-and-y": {"app": "a", "tier": "y"}, "gone": {"app": "c"},
 }
 PORTS = [{"name": "http", "protocol": "TCP", "targetPort": "http"}]
+NODE_NAMES = ("node-0", "node-1")  # fake Nodes, one per zone; no kubelet heartbeats them
 
 
 async def retrying(op: Callable[[], Awaitable[T]], *, limit: float = 120.0,
@@ -96,13 +97,20 @@ async def prepare(client: KubeClient, ns: str,
     with contextlib.suppress(AlreadyExists):
         await retrying(lambda: client.create(NAMESPACES, {
             "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))
-    for n in range(2):
+    for n, node in enumerate(NODE_NAMES):
         with contextlib.suppress(AlreadyExists):
-            await retrying(lambda n=n: client.create(NODES, {  # type: ignore[misc]
+            await retrying(lambda n=n, node=node: client.create(NODES, {  # type: ignore[misc]
                 "apiVersion": "v1", "kind": "Node", "metadata": {
-                    "name": f"node-{n}", "labels": {"topology.kubernetes.io/zone": f"z{n}"}}}))
+                    "name": node, "labels": {"topology.kubernetes.io/zone": f"z{n}"}}}))
     for name, match in selectors.items():
         await create(client, ESEL, selector_body(name, match), ns)
+
+
+async def delete_nodes(client: KubeClient) -> None:
+    """Delete the suite's fake Nodes (on a real cluster, where Nodes are shared)."""
+    for node in NODE_NAMES:
+        with contextlib.suppress(NotFound):
+            await client.delete(NODES, node)
 
 
 @dataclass
@@ -181,7 +189,7 @@ class Churn:
         self._busy.add(name)
         try:
             labels = {"app": self.rng.choice(APPS), "tier": self.rng.choice(TIERS)}
-            body = pod_manifest(name, labels, f"node-{self.rng.randrange(2)}", [("http", 8080)])
+            body = pod_manifest(name, labels, self.rng.choice(NODE_NAMES), [("http", 8080)])
             await create(self.client, PODS, body, self.ns)
             n = next(self._octets)
             ip = f"10.{n // 65536 % 256}.{n // 256 % 256}.{n % 256}"
