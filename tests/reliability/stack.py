@@ -89,9 +89,10 @@ class Stack:
 
     def slice_writes(self) -> int:
         """Slice writes so far: the embedded server's request count, or on a real cluster the
-        slice events seen in the namespace."""
+        slice events seen in the namespace (a gap in that watch counts as a write: it may hide
+        some)."""
         if self.writes is not None:
-            return self.writes.total
+            return self.writes.total + self.writes.gaps
         assert self.server is not None
         return sum(self.server.request_counts(verb=v, resource="endpointslices")
                    for v in SLICE_WRITES)

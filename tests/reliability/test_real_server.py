@@ -71,8 +71,8 @@ async def test_real_api_server_restarted_under_churn(tmp_path: Path, sizes: Size
         took, verdict = await s.converge(max(RECONNECT_BACKOFF_MAX + 30.0, STREAK_BACKOFF_BOUND),
                                          deleted=churn.deleted_selectors, quiet=1.5)
         record(Row("real API server restarted", f"`{RESTART_COMMAND}`, {restarts}x under churn",
-                   load(churn, sizes.fault_seconds + sum(downtimes)), f"{restarts} restarts, "
-                   "each " + ", ".join(f"{d:.1f}" for d in downtimes)
+                   load(churn, round(sizes.fault_seconds + sum(downtimes))),
+                   f"{restarts} restarts, each " + ", ".join(f"{d:.1f}" for d in downtimes)
                    + " s until the command returned", lost=verdict.lost,
                    duplicated=verdict.duplicated, converge=took))
 
