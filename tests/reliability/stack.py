@@ -37,7 +37,7 @@ from tests.integration.support import (
 )
 from tests.integration.wire import WireProxy
 from tests.reliability import checker
-from tests.reliability.churn import SELECTORS, Churn, prepare
+from tests.reliability.churn import SELECTORS, Churn, delete_nodes, prepare
 from tests.reliability.procs import (
     HEALTH_TIMEOUT,
     LAG_METRIC,
@@ -251,7 +251,8 @@ async def stack(tmp: Path, *, process_server: bool = False, server_args: tuple[s
             _, host, port = server_ca_and_address(kubeconfig)
             proxy = await exits.enter_async_context(WireProxy(host, port))
         s = Stack(tmp, kubeconfig, client, ns, server, proc, proxy)
-        if s.real:
+        if s.real:  # leave nothing behind: the Nodes go once the namespace's pods are gone
+            exits.push_async_callback(delete_nodes, client)
             exits.push_async_callback(delete_namespace, client, ns)
         if world:
             await _world(client, ns)
