@@ -26,7 +26,7 @@ from slicectl.cli import workload
 from slicectl.cli.run import RunOptions, run_controller
 from slicectl.controller.controller import Controller, ControllerConfig
 from slicectl.kube.client import ClientSettings, KubeClient
-from slicectl.kube.errors import AlreadyExists, Gone, NotFound, ServerError
+from slicectl.kube.errors import AlreadyExists, Gone, NotFound, ServerError, TooManyRequests
 from slicectl.kube.resources import CRDS, ENDPOINTSLICES, NAMESPACES, NODES, PODS, Resource
 from slicectl.model.apis import SLICECTL
 from slicectl.model.records import LABEL_SELECTOR_NAME
@@ -255,6 +255,11 @@ async def slices_of(client: KubeClient, ns: str, selector: str) -> list[dict[str
     return [s for s in items if not s["metadata"].get("deletionTimestamp")]
 
 
+# What a test's own watch waits out: the server away, struggling or throttling (the embedded
+# server injects 5xx and 429 into watches too).
+_TRANSIENT = (ServerError, TooManyRequests, aiohttp.ClientError, OSError, TimeoutError)
+
+
 class SliceWrites:
     """Counts EndpointSlice writes in a namespace from a watch (ADDED/MODIFIED/DELETED).
 
@@ -292,15 +297,15 @@ class SliceWrites:
             except Gone:
                 self.gaps += 1
                 rv = await self._relist()
-            except (ServerError, aiohttp.ClientError, OSError, TimeoutError):
-                await asyncio.sleep(0.2)  # the server is away (restarting): resume from rv
+            except _TRANSIENT:  # the server is away (restarting) or refusing: resume from rv
+                await asyncio.sleep(0.2)
 
     async def _relist(self) -> str:
         while True:
             try:
                 _, rv = await self.client.list(ENDPOINTSLICES, self.ns)
                 return rv
-            except (ServerError, aiohttp.ClientError, OSError, TimeoutError):
+            except _TRANSIENT:
                 await asyncio.sleep(0.2)
 
     async def stop(self) -> None:
