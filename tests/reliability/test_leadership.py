@@ -18,12 +18,15 @@ import asyncio
 import contextlib
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from slicectl.kube.resources import LEASES
 from slicectl.sim.faults import WriteRecord
+from tests.reliability import checker
+from tests.reliability.churn import Churn
 from tests.reliability.conftest import Sizes
 from tests.reliability.procs import Election, Replica, socket_owners
 from tests.reliability.stack import Row, Stack, load, record, stack, under_fault
@@ -88,34 +91,48 @@ async def test_api_server_frozen_past_the_renew_deadline(tmp_path: Path, sizes: 
     """The acceptance scenario of issue 8."""
     async with stack(tmp_path, process_server=True) as s:
         assert s.apiserver is not None and s.apiserver.proc is not None
-        churn = s.churn(target=sizes.pods, seed=12)
-        await churn.fill()
-        pair = await pair_of(s)
-        await one_leader(pair)
-        await s.converge()
-        churn.start()
-        await asyncio.sleep(2.0)
-        cpu_before = {r.name: r.cpu_seconds() for r in pair}
-        s.apiserver.proc.send_signal(signal.SIGSTOP)
-        stopped_at = time.monotonic()
-        try:
-            await asyncio.sleep(FREEZE)
-        finally:
-            cpu = {r.name: (r.cpu_seconds() - cpu_before[r.name]) for r in pair}
-            frozen = time.monotonic() - stopped_at
-            s.apiserver.proc.send_signal(signal.SIGCONT)
-        await asyncio.sleep(2.0)
-        await churn.stop()
-        took, verdict = await s.converge(RESUME_BOUND - 2.0)
-        cores = {n: c / frozen for n, c in cpu.items()}
-        assert all(c <= HALF_A_CORE for c in cores.values()), f"CPU while frozen: {cores}"
-        await one_leader(pair)
+        proc = s.apiserver.proc
+        churn, cores, took, verdict = await pair_through_an_outage(
+            s, sizes, 12, lambda: proc.send_signal(signal.SIGSTOP),
+            lambda: proc.send_signal(signal.SIGCONT))
         record(Row("API server frozen", f"SIGSTOP of the API server process for {FREEZE:g} s "
                    f"(renew deadline {ELECTION.renew:g} s), 2 replicas",
                    load(churn, FREEZE + 4.0), "CPU while frozen: " + ", ".join(
                        f"{n} {c:.2f} core" for n, c in cores.items()),
                    lost=verdict.lost, duplicated=verdict.duplicated, converge=took + 2.0,
                    notes="from SIGCONT"))
+
+
+async def pair_through_an_outage(
+        s: Stack, sizes: Sizes, seed: int, begin: Callable[[], object],
+        end: Callable[[], object]) -> tuple[Churn, dict[str, float], float, checker.Verdict]:
+    """Two replicas under churn while the server is away for ``FREEZE`` s (``begin`` .. ``end``):
+    neither may use more than half a core meanwhile, one leader after, exact within
+    ``RESUME_BOUND`` of ``end``. Returns the churn, cores used while away, and the convergence
+    (seconds after ``end`` minus 2, and the check's verdict)."""
+    churn = s.churn(target=sizes.pods, seed=seed)
+    await churn.fill()
+    pair = await pair_of(s)
+    await one_leader(pair)
+    await s.converge()
+    churn.start()
+    await asyncio.sleep(2.0)
+    cpu_before = {r.name: r.cpu_seconds() for r in pair}
+    begin()
+    began = time.monotonic()
+    try:
+        await asyncio.sleep(FREEZE)
+    finally:
+        cpu = {r.name: (r.cpu_seconds() - cpu_before[r.name]) for r in pair}
+        away = time.monotonic() - began
+        end()
+    await asyncio.sleep(2.0)
+    await churn.stop()
+    took, verdict = await s.converge(RESUME_BOUND - 2.0)
+    cores = {n: c / away for n, c in cpu.items()}
+    assert all(c <= HALF_A_CORE for c in cores.values()), f"CPU while the server was away: {cores}"
+    await one_leader(pair)
+    return churn, cores, took, verdict
 
 
 class Writers:

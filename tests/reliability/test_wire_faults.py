@@ -18,19 +18,11 @@ the server directly, keeps changing pods. Nothing here needs a fault knob of the
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
 
 from tests.reliability.conftest import Sizes
 from tests.reliability.stack import Row, load, record, stack, under_fault
-from tests.reliability.test_leadership import (
-    ELECTION,
-    FREEZE,
-    HALF_A_CORE,
-    RESUME_BOUND,
-    one_leader,
-    pair_of,
-)
+from tests.reliability.test_leadership import ELECTION, FREEZE, pair_through_an_outage
 
 RESET_EVERY = 2.0
 INACTIVITY_TIMEOUT = 10.0
@@ -87,28 +79,15 @@ async def test_cut_off_past_the_renew_deadline_then_healed(tmp_path: Path,
                                                           sizes: Sizes) -> None:
     async with stack(tmp_path, wire=True) as s:
         assert s.wire is not None
-        churn = s.churn(target=sizes.pods, seed=33)
-        await churn.fill()
-        pair = await pair_of(s)
-        await one_leader(pair)
-        await s.converge()
-        churn.start()
-        await asyncio.sleep(2.0)
-        cpu_before = {r.name: r.cpu_seconds() for r in pair}
-        held = s.wire.stall(new_too=True)
-        cut_at = time.monotonic()
-        try:
-            await asyncio.sleep(FREEZE)
-        finally:
-            cpu = {r.name: (r.cpu_seconds() - cpu_before[r.name]) for r in pair}
-            cut = time.monotonic() - cut_at
-            s.wire.resume()
-        await asyncio.sleep(2.0)
-        await churn.stop()
-        took, verdict = await s.converge(RESUME_BOUND - 2.0)
-        cores = {n: c / cut for n, c in cpu.items()}
-        assert all(c <= HALF_A_CORE for c in cores.values()), f"CPU while cut off: {cores}"
-        await one_leader(pair)
+        wire = s.wire
+        held = 0
+
+        def cut() -> None:
+            nonlocal held
+            held = wire.stall(new_too=True)
+
+        churn, cores, took, verdict = await pair_through_an_outage(s, sizes, 33, cut,
+                                                                   wire.resume)
         record(Row("cut off, then healed (wire)", f"no byte to or from the API server for "
                    f"{FREEZE:g} s (renew deadline {ELECTION.renew:g} s), {held} connections "
                    f"held, then flowing again; 2 replicas{_where(s.real)}",
