@@ -118,12 +118,13 @@ class Stack:
     def churn(self, **kw: object) -> Churn:
         return Churn(self.client, self.ns, **kw)  # type: ignore[arg-type]
 
-    async def churning_solo(self, target: int, seed: int) -> tuple[Churn, Replica]:
+    async def churning_solo(self, target: int, seed: int,
+                            extra: tuple[str, ...] = ()) -> tuple[Churn, Replica]:
         """Most scenarios' start: pods filled to ``target`` (churn ``seed``), then one replica,
-        "solo", started and converged."""
+        "solo" (with ``extra`` flags), started and converged."""
         churn = self.churn(target=target, seed=seed)
         await churn.fill()
-        solo = await self.add_replica("solo")
+        solo = await self.add_replica("solo", extra=extra)
         await self.converge()
         return churn, solo
 

@@ -21,6 +21,7 @@ pytestmark = pytest.mark.embedded_only(
 # be noticed and replaced within the inactivity timeout (issue 8 item 6); the slices must then be
 # exact within the usual convergence bound.
 INACTIVITY_TIMEOUT = 10.0
+SHORT_INACTIVITY = (f"--watch-inactivity-timeout={INACTIVITY_TIMEOUT:g}s",)
 RECONNECT_BACKOFF_MAX = 30.0
 STREAK_BACKOFF_BOUND = 120.0
 STALL_DETECTION_BOUND = INACTIVITY_TIMEOUT + 20.0
@@ -30,10 +31,7 @@ async def test_stalled_watches_are_detected(tmp_path: Path, sizes: Sizes) -> Non
     async with stack(tmp_path) as s:
         assert s.server is not None
         faults = s.server.faults
-        churn = s.churn(target=sizes.pods, seed=3)
-        await churn.fill()
-        await s.add_replica("solo", extra=(f"--watch-inactivity-timeout={INACTIVITY_TIMEOUT:g}s",))
-        await s.converge()
+        churn, _ = await s.churning_solo(sizes.pods, seed=3, extra=SHORT_INACTIVITY)
         stalled = 0
 
         def stall() -> None:

@@ -23,10 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from slicectl.kube.resources import ENDPOINTSLICES
 from tests.conftest import REAL_CLUSTER_KUBECONFIG
-from tests.integration.support import GC_BOUND, wait_until
-from tests.reliability.checker import L_SELECTOR
+from tests.integration.support import GC_BOUND, slices_of, wait_until
 from tests.reliability.conftest import Sizes
 from tests.reliability.stack import Row, Stack, load, record, stack
 from tests.reliability.test_api_faults import RECONNECT_BACKOFF_MAX, STREAK_BACKOFF_BOUND
@@ -78,5 +76,4 @@ async def test_real_api_server_restarted_under_churn(tmp_path: Path, sizes: Size
 
 
 async def _collected(s: Stack, selector: str) -> bool:
-    items, _ = await s.client.list(ENDPOINTSLICES, s.ns, label_selector=f"{L_SELECTOR}={selector}")
-    return not items
+    return not await slices_of(s.client, s.ns, selector)

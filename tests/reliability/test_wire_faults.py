@@ -22,10 +22,10 @@ from pathlib import Path
 
 from tests.reliability.conftest import Sizes
 from tests.reliability.stack import Row, load, record, stack, under_fault
+from tests.reliability.test_api_faults import SHORT_INACTIVITY
 from tests.reliability.test_leadership import ELECTION, FREEZE, pair_through_an_outage
 
 RESET_EVERY = 2.0
-INACTIVITY_TIMEOUT = 10.0
 REQUEST_TIMEOUT = 30.0  # ClientSettings' default: a request stalled in flight ends by then
 HALF_OPEN_BOUND = REQUEST_TIMEOUT + 15.0
 
@@ -56,10 +56,7 @@ async def test_half_open_connections_are_noticed(tmp_path: Path, sizes: Sizes) -
     async with stack(tmp_path, wire=True) as s:
         assert s.wire is not None
         wire = s.wire
-        churn = s.churn(target=sizes.pods, seed=32)
-        await churn.fill()
-        await s.add_replica("solo", extra=(f"--watch-inactivity-timeout={INACTIVITY_TIMEOUT:g}s",))
-        await s.converge()
+        churn, _ = await s.churning_solo(sizes.pods, seed=32, extra=SHORT_INACTIVITY)
         stalled = 0
 
         def stall() -> None:
