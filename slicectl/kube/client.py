@@ -368,7 +368,7 @@ class KubeClient:
                 continue
             if isinstance(error, Unauthorized) and not reauthenticated:
                 reauthenticated = True
-                await self._conn.refresh()
+                await self._conn.refresh(hdrs.get("Authorization"))
                 continue
             raise error
 

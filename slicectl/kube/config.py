@@ -21,11 +21,13 @@ unverified server is a token given to whoever answers.
 
 from __future__ import annotations
 
+import asyncio
 import math
 import os
 import ssl
 import time
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 import structlog
@@ -112,6 +114,7 @@ class Connection:
         self._loader = loader
         self._in_cluster = in_cluster
         self._secrets: set[str] = set()  # every credential value sent so far, for redact()
+        self._renewal: asyncio.Future[None] | None = None  # the credential renewal under way
         self.host: str = str(configuration.host).rstrip("/")
         self.server_hostname: str | None = getattr(configuration, "tls_server_name", None)
         self.proxy: str | None = getattr(configuration, "proxy", None) or None
@@ -130,16 +133,11 @@ class Connection:
         return f"Connection(host={self.host!r}, in_cluster={self._in_cluster})"
 
     async def authorization(self) -> str | None:
-        """The ``Authorization`` header value, refreshed when its source rotated or expired."""
+        """The ``Authorization`` header value, renewed first if an exec credential expired."""
         if self._exec_credential_expired():
             await self.refresh()
-        value = await self._cfg.get_api_key_with_prefix("BearerToken")
-        if not value and self._cfg.username and self._cfg.password:
-            value = self._cfg.get_basic_auth_token()
-        if not value:
-            return None
-        header = str(value)
-        if header not in self._secrets:
+        header = await self._header()
+        if header is not None and header not in self._secrets:
             self._secrets.add(header)
             _, _, credential = header.partition(" ")
             if credential.strip():
@@ -153,30 +151,60 @@ class Connection:
                 text = text.replace(secret, REDACTED)
         return text
 
-    async def refresh(self) -> None:
-        """Force a new credential (after a 401): re-read the token file, re-run the plugin."""
-        loader = self._loader
-        if loader is None:
+    async def refresh(self, refused: str | None = None) -> None:
+        """Renew the credential: re-read the token file, re-run the exec plugin.
+
+        ``refused`` is the header a server answered 401 to: if the credential has changed since,
+        that request is simply sent again. Callers that arrive while a renewal runs wait for it
+        instead of starting their own, so an expiry or a burst of 401s costs one plugin run. A
+        renewal that fails is logged and the last credential kept: the server says whether it
+        still works, and a request never fails on the renewal itself.
+        """
+        if self._loader is None:
             return
+        if refused is not None and refused != await self._header():
+            return
+        if self._renewal is None:
+            self._renewal = asyncio.ensure_future(self._renew())
+        renewal = self._renewal
+        try:
+            await asyncio.shield(renewal)
+        finally:
+            if renewal.done() and self._renewal is renewal:
+                self._renewal = None
+
+    async def _renew(self) -> None:
+        loader = self._loader
         if self._in_cluster:
             loader.reread()
             return
-        if "exec" in (loader._user or {}):
-            if hasattr(loader, "exec_plugin_expiry"):
-                del loader.exec_plugin_expiry
+        if "exec" not in (loader._user or {}):
+            return
+        if hasattr(loader, "exec_plugin_expiry"):
+            del loader.exec_plugin_expiry
+        try:
             await loader.load_from_exec_plugin()
-        else:
+        except Exception as exc:  # whatever the plugin did, keep the last credential
+            _log.warning("exec credential not renewed; the last one is kept",
+                         error=self.redact(str(exc)))
             return
         if getattr(loader, "token", None):
             self._cfg.api_key["BearerToken"] = loader.token
 
-    def _exec_credential_expired(self) -> bool:
-        expiry = getattr(self._loader, "exec_plugin_expiry", None)
-        if expiry is None or self._in_cluster:
-            return False
-        from kubernetes_asyncio.config.kube_config import _is_expired
+    async def _header(self) -> str | None:
+        value = await self._cfg.get_api_key_with_prefix("BearerToken")
+        if not value and self._cfg.username and self._cfg.password:
+            value = self._cfg.get_basic_auth_token()
+        return str(value) if value else None
 
-        return bool(_is_expired(expiry))
+    def _exec_credential_expired(self) -> bool:
+        """Whether the exec plugin's credential is past its ``expirationTimestamp``: client-go's
+        rule, with no margin (kubernetes-asyncio's own five-minute margin would re-run a plugin
+        that hands out shorter-lived credentials on every request)."""
+        if self._in_cluster:
+            return False
+        expiry = getattr(self._loader, "exec_plugin_expiry", None)
+        return isinstance(expiry, datetime) and expiry <= datetime.now(UTC)
 
 
 async def load_connection(

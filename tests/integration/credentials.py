@@ -13,7 +13,7 @@ import contextlib
 import copy
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import yaml
@@ -21,7 +21,10 @@ import yaml
 from slicectl.kube.client import KubeClient
 from slicectl.kube.errors import AlreadyExists, NotFound
 from slicectl.kube.resources import Resource
-from tests.integration.support import SERVICEACCOUNTS
+from tests.integration.support import SERVICEACCOUNTS, serves
+
+if TYPE_CHECKING:
+    from tests.integration.conftest import Cluster
 
 
 async def service_account_token(client: KubeClient, ns: str, name: str) -> str:
@@ -39,12 +42,18 @@ async def service_account_token(client: KubeClient, ns: str, name: str) -> str:
 
 def token_kubeconfig(kubeconfig: str, token: str, path: Path) -> str:
     """A kubeconfig for the same server as ``kubeconfig``'s current context, as ``token``."""
+    return user_kubeconfig(kubeconfig, {"token": token}, path)
+
+
+def user_kubeconfig(kubeconfig: str, user: dict[str, Any], path: Path) -> str:
+    """A kubeconfig for the same server as ``kubeconfig``'s current context, with the kubeconfig
+    user ``user`` (a token, an exec plugin, ...)."""
     doc = yaml.safe_load(Path(kubeconfig).read_text())
     current = doc.get("current-context") or doc["contexts"][0]["name"]
     context = next(c["context"] for c in doc["contexts"] if c["name"] == current)
     cluster = next(c for c in doc["clusters"] if c["name"] == context["cluster"])
     out = {"apiVersion": "v1", "kind": "Config", "clusters": [cluster],
-           "users": [{"name": "token-user", "user": {"token": token}}],
+           "users": [{"name": "token-user", "user": user}],
            "contexts": [{"name": "token", "context": {"cluster": cluster["name"],
                                                       "user": "token-user"}}],
            "current-context": "token"}
@@ -123,3 +132,23 @@ async def chart_identity(
         for resource, name in reversed(created):
             with contextlib.suppress(NotFound):
                 await client.delete(resource, name)
+
+
+async def valid_token(api: Cluster) -> str:
+    """A bearer token the server accepts that may list pods in the test's namespace."""
+    if api.server is not None:
+        return api.server.token
+    if not await serves(api.client, "v1", "serviceaccounts"):  # an embedded server: no RBAC
+        token = token_of(api.kubeconfig)
+        assert token, "the kubeconfig has no bearer token and the server no ServiceAccounts"
+        return token
+    token = await service_account_token(api.client, api.namespace, "reader")
+    rbac = {"apiVersion": "rbac.authorization.k8s.io/v1", "metadata": {"name": "reader"}}
+    await api.client.create(RBAC_KINDS["Role"], {**rbac, "kind": "Role", "rules": [
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}]}, api.namespace)
+    await api.client.create(RBAC_KINDS["RoleBinding"], {
+        **rbac, "kind": "RoleBinding",
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "reader"},
+        "subjects": [{"kind": "ServiceAccount", "name": "reader", "namespace": api.namespace}],
+    }, api.namespace)
+    return token

@@ -19,19 +19,12 @@ import pytest
 
 from slicectl.kube import config, errors
 from slicectl.kube.client import KubeClient
-from slicectl.kube.resources import NAMESPACES, PODS, Resource
+from slicectl.kube.resources import NAMESPACES, PODS
 from slicectl.sim.resources import NAMESPACE_TYPE
 from slicectl.sim.server import EmbeddedApiServer
 from tests.integration.conftest import Cluster
-from tests.integration.credentials import (
-    server_ca_and_address,
-    service_account_token,
-    token_of,
-)
-from tests.integration.support import serves
+from tests.integration.credentials import server_ca_and_address, valid_token
 
-ROLES = Resource("rbac.authorization.k8s.io", "v1", "roles", True, "Role")
-ROLEBINDINGS = Resource("rbac.authorization.k8s.io", "v1", "rolebindings", True, "RoleBinding")
 HANG_GUARD = 30.0
 UNSCHEDULED = "slicectl-test-no-such-scheduler"  # keeps a real cluster's scheduler away
 
@@ -222,26 +215,6 @@ async def test_429_retry_after_is_honoured(
         for sent, resent in itertools.pairwise(gets):
             if sent[2] == 429:  # resent only after the server's Retry-After (1 s)
                 assert resent[3] - sent[3] >= 0.9
-
-
-async def valid_token(api: Cluster) -> str:
-    """A bearer token the server accepts that may list pods in the test's namespace."""
-    if api.server is not None:
-        return api.server.token
-    if not await serves(api.client, "v1", "serviceaccounts"):  # an embedded server: no RBAC
-        token = token_of(api.kubeconfig)
-        assert token, "the kubeconfig has no bearer token and the server no ServiceAccounts"
-        return token
-    token = await service_account_token(api.client, api.namespace, "reader")
-    rbac = {"apiVersion": "rbac.authorization.k8s.io/v1", "metadata": {"name": "reader"}}
-    await api.client.create(ROLES, {**rbac, "kind": "Role", "rules": [
-        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}]}, api.namespace)
-    await api.client.create(ROLEBINDINGS, {
-        **rbac, "kind": "RoleBinding",
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "reader"},
-        "subjects": [{"kind": "ServiceAccount", "name": "reader", "namespace": api.namespace}],
-    }, api.namespace)
-    return token
 
 
 async def test_in_cluster_token_is_reread_after_401(

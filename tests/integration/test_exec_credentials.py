@@ -1,0 +1,141 @@
+"""Credentials from a kubeconfig exec plugin (``aws eks get-token``, ``gke-gcloud-auth-plugin``,
+``kubelogin``): run once, reused while they are valid, renewed once they expire or the server
+refuses them, by one plugin run however many requests are waiting, as client-go does.
+
+The plugin here is a small Python script that hands out the tokens of a file in turn, with an
+``expirationTimestamp`` when asked, and counts its runs. Every test runs on a real cluster too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+import pytest
+
+from slicectl.kube import errors
+from slicectl.kube.client import KubeClient
+from slicectl.kube.config import ConfigError
+from slicectl.kube.resources import PODS
+from tests.integration.conftest import Cluster
+from tests.integration.credentials import user_kubeconfig, valid_token
+
+PLUGIN = """\
+import datetime, json, os, sys
+calls = os.environ["PLUGIN_CALLS"]
+with open(calls, "a") as f:
+    f.write("run\\n")
+with open(calls) as f:
+    n = len(f.read().split())
+tokens = open(os.environ["PLUGIN_TOKENS"]).read().split()
+if n > len(tokens):
+    sys.exit("the identity provider is down")
+status = {"token": tokens[n - 1]}
+ttl = os.environ.get("PLUGIN_TTL")
+if ttl:
+    at = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=float(ttl))
+    status["expirationTimestamp"] = at.strftime("%Y-%m-%dT%H:%M:%SZ")
+print(json.dumps({"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential",
+                  "status": status}))
+"""
+
+
+class Plugin:
+    """The plugin's files: the tokens it hands out (one per run), and its run count."""
+
+    def __init__(self, tmp_path: Path, tokens: list[str], ttl: float | None = None) -> None:
+        self.script = tmp_path / "plugin.py"
+        self.script.write_text(PLUGIN)
+        self.tokens = tmp_path / "tokens"
+        self.tokens.write_text("\n".join(tokens))
+        self.calls = tmp_path / "calls"
+        self.calls.write_text("")
+        self.ttl = ttl
+
+    @property
+    def runs(self) -> int:
+        return len(self.calls.read_text().split())
+
+    def kubeconfig(self, api: Cluster, path: Path) -> str:
+        env = [{"name": "PLUGIN_CALLS", "value": str(self.calls)},
+               {"name": "PLUGIN_TOKENS", "value": str(self.tokens)}]
+        if self.ttl is not None:
+            env.append({"name": "PLUGIN_TTL", "value": str(self.ttl)})
+        user = {"exec": {"apiVersion": "client.authentication.k8s.io/v1",
+                         "command": sys.executable, "args": [str(self.script)], "env": env,
+                         "interactiveMode": "Never"}}
+        return user_kubeconfig(api.kubeconfig, user, path)
+
+
+async def test_a_valid_credential_is_reused_and_an_expired_one_renewed(
+    api: Cluster, tmp_path: Path
+) -> None:
+    token = await valid_token(api)
+    plugin = Plugin(tmp_path, [token, token, token], ttl=3.0)
+    async with await KubeClient.connect(plugin.kubeconfig(api, tmp_path / "kc")) as client:
+        for _ in range(5):
+            await client.list(PODS, api.namespace)
+        assert plugin.runs == 1, "the plugin ran again for a credential that was still valid"
+        await asyncio.sleep(3.5)  # past the expirationTimestamp (whole seconds, rounded down)
+        await client.list(PODS, api.namespace)
+        assert plugin.runs == 2
+        await client.list(PODS, api.namespace)
+        assert plugin.runs == 2
+
+
+async def test_requests_waiting_on_an_expired_credential_share_one_plugin_run(
+    api: Cluster, tmp_path: Path
+) -> None:
+    token = await valid_token(api)
+    plugin = Plugin(tmp_path, [token, token, token], ttl=2.0)
+    async with await KubeClient.connect(plugin.kubeconfig(api, tmp_path / "kc")) as client:
+        await client.list(PODS, api.namespace)
+        await asyncio.sleep(2.5)
+        await asyncio.gather(*(client.list(PODS, api.namespace) for _ in range(20)))
+        assert plugin.runs == 2, f"{plugin.runs - 1} plugin runs for one expiry"
+
+
+async def test_a_refused_credential_is_renewed_once_and_the_requests_resent(
+    api: Cluster, tmp_path: Path
+) -> None:
+    """The server refuses the first token (revoked, say): the 401s of every request in flight
+    renew it with one plugin run, and each request is sent again with the new one."""
+    token = await valid_token(api)
+    plugin = Plugin(tmp_path, ["a-revoked-token", token])
+    statuses: list[int] = []
+    async with await KubeClient.connect(
+        plugin.kubeconfig(api, tmp_path / "kc"), on_request=lambda v, r, s, t: statuses.append(s)
+    ) as client:
+        await asyncio.gather(*(client.list(PODS, api.namespace) for _ in range(5)))
+    assert plugin.runs == 2
+    assert sorted(statuses) == [200] * 5 + [401] * 5
+
+
+async def test_a_plugin_that_fails_is_a_clear_error(api: Cluster, tmp_path: Path) -> None:
+    plugin = Plugin(tmp_path, [])
+    with pytest.raises(ConfigError, match="the identity provider is down"):
+        await KubeClient.connect(plugin.kubeconfig(api, tmp_path / "kc"))
+
+
+async def test_a_failed_renewal_keeps_the_last_credential_and_the_server_decides(
+    api: Cluster, tmp_path: Path
+) -> None:
+    """The plugin fails when the credential expires: the request goes out with the last one (the
+    server may still accept it), and is refused when the server says so, with no crash."""
+    token = await valid_token(api)
+    plugin = Plugin(tmp_path, [token], ttl=1.0)
+    async with await KubeClient.connect(plugin.kubeconfig(api, tmp_path / "kc")) as client:
+        await asyncio.sleep(1.5)
+        await client.list(PODS, api.namespace)  # the server still accepts the token
+        assert plugin.runs == 2
+
+
+async def test_a_refused_credential_the_plugin_cannot_renew_is_unauthorized(
+    api: Cluster, tmp_path: Path
+) -> None:
+    plugin = Plugin(tmp_path, ["a-revoked-token"])
+    async with await KubeClient.connect(plugin.kubeconfig(api, tmp_path / "kc")) as client:
+        with pytest.raises(errors.Unauthorized):
+            await client.list(PODS, api.namespace)
+    assert plugin.runs == 2
