@@ -6,8 +6,10 @@ the whole generated client, about 40 MB of RSS and 0.4 s. In a pod (the producti
 is nothing to parse, only two files and two variables, so :class:`ServiceAccount` reads them as
 client-go's ``rest.InClusterConfig`` does and kubernetes-asyncio is never imported. What comes
 out is a :class:`Connection`: a base URL, an SSL context and an ``Authorization`` header source
-that re-reads a rotated service-account token (every minute, and after a 401) and re-runs an
-exec plugin whose credential expired. The data path never touches kubernetes-asyncio's models.
+that re-reads a rotated service-account token (every minute, and after a 401), and renews a
+kubeconfig user's credential (exec plugin, ``tokenFile``, OIDC) once it expired or was refused,
+one renewal for all the requests waiting on it. The data path never touches kubernetes-asyncio's
+models.
 
 Lookup order: an explicit path, else ``$KUBECONFIG``, else in-cluster, else ``~/.kube/config``.
 Credentials are never logged and never appear in a repr; :meth:`Connection.redact` removes them
@@ -152,7 +154,8 @@ class Connection:
         return text
 
     async def refresh(self, refused: str | None = None) -> None:
-        """Renew the credential: re-read the token file, re-run the exec plugin.
+        """Renew the credential: re-read the token file (in-cluster, or a kubeconfig's
+        ``tokenFile``), re-run the exec plugin, refresh an OIDC token.
 
         ``refused`` is the header a server answered 401 to: if the credential has changed since,
         that request is simply sent again. Callers that arrive while a renewal runs wait for it
@@ -178,14 +181,12 @@ class Connection:
         if self._in_cluster:
             loader.reread()
             return
-        if "exec" not in (loader._user or {}):
-            return
         if hasattr(loader, "exec_plugin_expiry"):
             del loader.exec_plugin_expiry
-        try:
-            await loader.load_from_exec_plugin()
+        try:  # the kubeconfig user again: the plugin re-run, a tokenFile re-read, OIDC refreshed
+            await loader._load_authentication()
         except Exception as exc:  # whatever the plugin did, keep the last credential
-            _log.warning("exec credential not renewed; the last one is kept",
+            _log.warning("credential not renewed; the last one is kept",
                          error=self.redact(str(exc)))
             return
         if getattr(loader, "token", None):

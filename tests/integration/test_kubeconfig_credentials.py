@@ -2,6 +2,8 @@
 ``kubelogin``): run once, reused while they are valid, renewed once they expire or the server
 refuses them, by one plugin run however many requests are waiting, as client-go does.
 
+A kubeconfig ``tokenFile`` is read again after a 401, so a rotated file is picked up.
+
 The plugin here is a small Python script that hands out the tokens of a file in turn, with an
 ``expirationTimestamp`` when asked, and counts its runs. Every test runs on a real cluster too.
 """
@@ -139,3 +141,19 @@ async def test_a_refused_credential_the_plugin_cannot_renew_is_unauthorized(
         with pytest.raises(errors.Unauthorized):
             await client.list(PODS, api.namespace)
     assert plugin.runs == 2
+
+
+async def test_a_refused_token_file_is_read_again(api: Cluster, tmp_path: Path) -> None:
+    """A kubeconfig ``tokenFile`` rotated by something else (as a projected token is): the 401
+    to the old token reads the file again and the request is resent with the new one."""
+    token = await valid_token(api)
+    token_file = tmp_path / "token"
+    token_file.write_text("a-revoked-token")
+    kubeconfig = user_kubeconfig(api.kubeconfig, {"tokenFile": str(token_file)}, tmp_path / "kc")
+    statuses: list[int] = []
+    async with await KubeClient.connect(
+        kubeconfig, on_request=lambda v, r, s, t: statuses.append(s)
+    ) as client:
+        token_file.write_text(token)
+        await client.list(PODS, api.namespace)
+    assert statuses == [401, 200]
