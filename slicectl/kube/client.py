@@ -262,7 +262,10 @@ class KubeClient:
         async with resp:
             self._report("GET", path, True, resp.status, started)
             if resp.status >= 300:
-                raise await self._error(resp)
+                error = await self._error(resp)
+                if isinstance(error, Unauthorized):  # the caller's next watch gets a new one
+                    await self._conn.refresh(headers.get("Authorization"))
+                raise error
             reads = read_lines(resp.content, path, inactivity_timeout)
             async with contextlib.aclosing(reads):
                 async for lines in reads:

@@ -135,7 +135,7 @@ async def chart_identity(
 
 
 async def valid_token(api: Cluster) -> str:
-    """A bearer token the server accepts that may list pods in the test's namespace."""
+    """A bearer token the server accepts that may list and watch pods in the test's namespace."""
     if api.server is not None:
         return api.server.token
     if not await serves(api.client, "v1", "serviceaccounts"):  # an embedded server: no RBAC
@@ -145,7 +145,7 @@ async def valid_token(api: Cluster) -> str:
     token = await service_account_token(api.client, api.namespace, "reader")
     rbac = {"apiVersion": "rbac.authorization.k8s.io/v1", "metadata": {"name": "reader"}}
     await api.client.create(RBAC_KINDS["Role"], {**rbac, "kind": "Role", "rules": [
-        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}]}, api.namespace)
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "watch"]}]}, api.namespace)
     await api.client.create(RBAC_KINDS["RoleBinding"], {
         **rbac, "kind": "RoleBinding",
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "reader"},

@@ -157,3 +157,21 @@ async def test_a_refused_token_file_is_read_again(api: Cluster, tmp_path: Path) 
         token_file.write_text(token)
         await client.list(PODS, api.namespace)
     assert statuses == [401, 200]
+
+
+async def test_a_watch_refused_renews_the_credential_for_the_next_watch(
+    api: Cluster, tmp_path: Path
+) -> None:
+    """A watch is not resent (its caller reopens it), but its 401 renews the credential first."""
+    token = await valid_token(api)
+    plugin = Plugin(tmp_path, ["a-revoked-token", token])
+    async with await KubeClient.connect(plugin.kubeconfig(api, tmp_path / "kc")) as client:
+        with pytest.raises(errors.Unauthorized):
+            async for _ in client.watch(PODS, api.namespace, resource_version="0",
+                                        timeout_seconds=1):
+                pass
+        assert plugin.runs == 2
+        async for _ in client.watch(PODS, api.namespace, resource_version="0",
+                                    timeout_seconds=1):
+            pass  # the namespace has no pods: the watch ends after a second, authorized
+    assert plugin.runs == 2
