@@ -169,12 +169,12 @@ class Connection:
             return
         if self._renewal is None:
             self._renewal = asyncio.ensure_future(self._renew())
-        renewal = self._renewal
-        try:
-            await asyncio.shield(renewal)
-        finally:
-            if renewal.done() and self._renewal is renewal:
-                self._renewal = None
+            self._renewal.add_done_callback(self._renewed)
+        await asyncio.shield(self._renewal)  # a waiter cancelled leaves it to the others
+
+    def _renewed(self, renewal: asyncio.Future[None]) -> None:
+        if self._renewal is renewal:
+            self._renewal = None
 
     async def _renew(self) -> None:
         loader = self._loader
