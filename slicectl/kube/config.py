@@ -163,8 +163,6 @@ class Connection:
         renewal that fails is logged and the last credential kept: the server says whether it
         still works, and a request never fails on the renewal itself.
         """
-        if self._loader is None:
-            return
         if refused is not None and refused != await self._header():
             return
         if self._renewal is None:
