@@ -27,15 +27,18 @@ async def test_a_silent_watch_is_reopened_within_the_inactivity_timeout(
     cluster: Cluster, wire: WireProxy | None, tmp_path: Path,
 ) -> None:
     """The embedded server stops sending on its watches; on a real cluster the controller talks
-    through ``wire``, whose open connections stop forwarding."""
+    through ``wire``, whose open connections stop forwarding: its idle pooled ones too, so a
+    write may first wait on one of those for the request timeout (5 s here, not 30 s) before
+    it is retried on a new connection."""
     c = cluster
     await ensure_node(c.client, "node-a", "zone-a")
     await create_pod(c.client, c.namespace, "web-0", "10.96.0.1", {"app": "web"})
     await c.client.create(ESEL, selector_body("web", {"app": "web"}), c.namespace)
     kubeconfig = wire.kubeconfig(c.kubeconfig, tmp_path / "wire.yaml") if wire else c.kubeconfig
     opts = options(kubeconfig, c.namespace, batch_period=0.0)
-    opts = dataclasses.replace(opts, controller=dataclasses.replace(
-        opts.controller, watch_inactivity_timeout=2.0))
+    opts = dataclasses.replace(
+        opts, client=dataclasses.replace(opts.client, request_timeout=5.0),
+        controller=dataclasses.replace(opts.controller, watch_inactivity_timeout=2.0))
 
     async def names() -> set[str]:
         return {ep["targetRef"]["name"] for s in await slices_of(c.client, c.namespace, "web")
