@@ -1,16 +1,16 @@
 """Where the API server is and how to authenticate: kubeconfig or in-cluster service account.
 
 Parsing kubeconfig (contexts, CA/cert data or files, tokens, exec plugins, auth providers) is
-delegated to kubernetes-asyncio's loaders, imported only when a kubeconfig is used, and
-without the generated API client they would pull in (:mod:`slicectl.kube.kubeconfig_import`:
-33 of 36 MB of RSS). In a pod (the production case) there
-is nothing to parse, only two files and two variables, so :class:`ServiceAccount` reads them as
-client-go's ``rest.InClusterConfig`` does and kubernetes-asyncio is never imported. What comes
-out is a :class:`Connection`: a base URL, an SSL context and an ``Authorization`` header source
-that re-reads a rotated service-account token (every minute, and after a 401), and renews a
-kubeconfig user's credential (exec plugin, ``tokenFile``, OIDC) once it expired or was refused,
-one renewal for all the requests waiting on it. The data path never touches kubernetes-asyncio's
-models.
+delegated to kubernetes-asyncio's loaders, imported only when a kubeconfig is used and then
+without the generated API client the package would pull in with them, about 33 MB of RSS that
+slicectl never uses (:mod:`slicectl.kube.kubeconfig_import`). In a pod (the production case)
+there is nothing to parse, only two files and two variables, so :class:`ServiceAccount` reads
+them as client-go's ``rest.InClusterConfig`` does and kubernetes-asyncio is never imported. What
+comes out is a :class:`Connection`: a base URL, an SSL context and an ``Authorization`` header
+source that re-reads a rotated service-account token (every minute, and after a 401), and renews
+a kubeconfig user's credential (exec plugin, ``tokenFile``, OIDC) once it expired or was
+refused, one renewal for all the requests waiting on it. The data path never touches
+kubernetes-asyncio's models.
 
 Lookup order: an explicit path, else ``$KUBECONFIG``, else in-cluster, else ``~/.kube/config``.
 Credentials are never logged and never appear in a repr; :meth:`Connection.redact` removes them
