@@ -85,5 +85,6 @@ def add_packing_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-endpoints-per-slice", metavar="N", type=int_between(1, 1000),
                    default=100, help="maximum endpoints per EndpointSlice (1..1000)")
     p.add_argument("--batch-period", metavar="DURATION", type=duration(), default=0.1,
-                   help="minimum time between two syncs of a selector: a change to a selector "
-                        "quiet that long is synced at once, later ones wait (e.g. 100ms)")
+                   help="batching window of a selector: a change to a selector quiet that "
+                        "long, or an isolated change, is synced at once; a burst waits for "
+                        "the window's end (e.g. 100ms)")

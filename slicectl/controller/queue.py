@@ -10,7 +10,15 @@ explicit because every one of them prevents a production bug:
 * batching is leading-edge (``add(..., batch=W)``): a change to a key that has not been synced
   for the window W is synced at once; only changes arriving within the window of the key's
   last sync wait, until that sync's start + window. So an isolated change costs no delay and a
-  burst costs one sync per window. A key that keeps *growing* in a stream (before each of
+  burst costs one sync per window. Within the window, too, a change is synced at once when it
+  is *isolated*: it came ``SETTLE_GAP`` or more after the key's previous change, no change is
+  held already, and the key's recent changes came ``BUSY_SPACING`` windows apart or more on
+  average (an average of the gaps, the newest weighing ``SPACING_WEIGHT``, each counted as at
+  most ``SPACING_CAP`` windows). Holding such a change saves a write only if another change
+  to the same slice comes before the window ends, which for a key changing twice a second
+  with a 100 ms window is a few percent of the time, while it costs the change up to the
+  whole window; the start of a burst (changes milliseconds apart) and a busy key still wait.
+  A key that keeps *growing* in a stream (before each of
   ``STREAM_SYNCS`` syncs in a row: at least ``STREAM_CHANGES`` changes since the last sync,
   none a removal: a scale-up, an initial creation) gets its window multiplied
   by ``STREAM_GROWTH`` per further sync, up to ``STREAM_MAX_WINDOW``: its endpoints already
@@ -65,6 +73,9 @@ STREAM_MAX_WINDOW = 1.0  # ... up to this many seconds (or the base window, if t
 SETTLE_GAP = 0.02  # a held sync waits while changes still come closer together than this ...
 SETTLE_MAX = 0.1  # ... for at most this long past its due time
 SETTLE_BURST_GAP = 0.035  # the gap a held sync of STREAM_CHANGES changes or more waits for
+BUSY_SPACING = 2.0  # a key whose changes come closer than this many windows apart is busy ...
+SPACING_WEIGHT = 0.25  # ... by an average of its gaps that weighs the newest gap this much ...
+SPACING_CAP = 10.0  # ... each gap counted as at most this many windows
 _EDGE_PRUNE_EVERY = 1024  # gets between sweeps of the per-key batching state
 _LAST_START_KEEP = 60.0  # seconds a key's last sync start is remembered for ``min_interval``
 
@@ -81,11 +92,30 @@ class _Edge:
     changes: int = 0  # changes since the last sync
     last_change: float = -math.inf  # loop time of the latest change
     held: bool = False  # a change since the last sync waited for the window
+    spacing: float = math.inf  # average gap between changes (see the module doc), once known
 
     @property
     def settle_cap(self) -> float:
         """The latest a held sync may settle to: ``SETTLE_MAX`` past the window's end."""
         return self.last_sync + self.window + SETTLE_MAX
+
+    def change(self, now: float, removal: bool) -> float:
+        """Count a change at ``now``; how long its sync waits for the window (0: at once)."""
+        gap = now - self.last_change
+        busy = self.spacing < BUSY_SPACING * self.base  # judged by the changes before this one
+        if gap != math.inf:
+            counted = min(gap, SPACING_CAP * self.base)
+            self.spacing = counted if self.spacing == math.inf else (
+                self.spacing + SPACING_WEIGHT * (counted - self.spacing))
+        self.changes += 1
+        self.last_change = now
+        if removal:  # a removal never waits for a window grown for additions
+            self.removal, self.window, self.streak = True, self.base, 0
+        wait = max(0.0, self.last_sync + self.window - now)
+        if wait > 0 and not (self.held or busy or gap < SETTLE_GAP or self.window > self.base):
+            self.last_sync, wait = -math.inf, 0.0  # isolated: synced as if the key were quiet
+        self.held = self.held or wait > 0
+        return wait
 
     def synced(self, now: float) -> None:
         """The key goes to a worker now: grow the window while a growing stream goes on.
@@ -189,13 +219,7 @@ class WorkQueue:
                 edge = self._edges[key] = _Edge(batch, batch)
             elif edge.base != batch:
                 edge.base, edge.window = batch, max(batch, min(edge.window, STREAM_MAX_WINDOW))
-            edge.changes += 1
-            edge.last_change = now
-            if removal:  # a removal never waits for a window grown for additions
-                edge.removal, edge.window, edge.streak = True, edge.base, 0
-            wait = edge.last_sync + edge.window - now
-            edge.held = edge.held or wait > 0
-            delay = max(delay, wait)
+            delay = max(delay, edge.change(now, removal))
         elif delay <= 0 and min_interval <= 0 and (edge := self._edges.get(key)) is not None:
             edge.held = False  # asked for at once (a spec change): no settling for a burst
         if min_interval > 0:

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import math
 
 import pytest
 
 from slicectl.controller.queue import (
+    BUSY_SPACING,
     SETTLE_BURST_GAP,
     SETTLE_GAP,
     SETTLE_MAX,
+    SPACING_CAP,
     STREAM_CHANGES,
     STREAM_GROWTH,
     STREAM_MAX_WINDOW,
@@ -228,6 +231,60 @@ async def test_batch_zero_is_no_batching() -> None:
         await asyncio.wait_for(q.get(), timeout=5)
         q.done("k")
     assert q.idle()
+
+
+def _synced_once(base: float = 0.1, at: float = 10.0) -> _Edge:
+    """An edge whose one change at ``at`` was synced at once (the leading edge)."""
+    e = _Edge(base, base)
+    assert e.change(at, removal=False) == 0.0
+    e.synced(at)
+    return e
+
+
+def test_an_isolated_change_within_the_window_is_synced_at_once() -> None:
+    e = _synced_once()
+    assert e.change(10.05, removal=False) == 0.0, (
+        "50 ms after a lone change, nothing shows a burst: holding it would cost up to 50 ms "
+        "to save a write only if a third change came meanwhile")
+    assert not e.held
+    e.synced(10.05)
+    assert e.window == 0.1 and e.streak == 0 and e.changes == 0, "it counts as a leading edge"
+    assert e.last_sync == 10.05
+    assert e.change(10.06, removal=True) > 0, "10 ms after it: a burst starts, so it waits"
+
+
+def test_a_change_close_behind_the_last_one_waits_for_the_window() -> None:
+    e = _synced_once()
+    wait = e.change(10.0 + SETTLE_GAP / 2, removal=False)
+    assert wait == pytest.approx(0.1 - SETTLE_GAP / 2) and e.held
+    assert e.change(10.08, removal=False) == pytest.approx(0.02), (
+        "a change after a held one joins its sync, however long after the last change")
+
+
+def test_a_busy_key_waits_for_the_window_even_after_a_pause() -> None:
+    e = _Edge(0.1, 0.1)
+    t = 10.0
+    for _ in range(6):  # changes 40 ms apart: closer than BUSY_SPACING windows on average
+        e.change(t, removal=False)
+        t += 0.04
+    assert e.spacing == pytest.approx(0.04) and e.spacing < BUSY_SPACING * 0.1
+    e.synced(t)
+    e.held = False
+    assert e.change(t + 0.06, removal=False) == pytest.approx(0.04), (
+        "60 ms after the last change, but the key is busy: it waits")
+
+
+def test_a_quiet_spell_counts_as_at_most_the_cap_in_the_average_gap() -> None:
+    e = _Edge(0.1, 0.1)
+    e.change(10.0, removal=False)
+    assert e.spacing == math.inf, "one change: no gap known yet"
+    e.change(1000.0, removal=False)
+    assert e.spacing == pytest.approx(SPACING_CAP * 0.1)
+    t = 1000.0
+    for _ in range(12):  # a burst after the quiet spell is soon seen as busy
+        t += 0.005
+        e.change(t, removal=False)
+    assert e.spacing < BUSY_SPACING * 0.1
 
 
 def test_stream_grows_the_window_and_a_quiet_sync_resets_it() -> None:
