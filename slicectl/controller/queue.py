@@ -61,6 +61,7 @@ import contextlib
 import heapq
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from slicectl.kube.ratelimit import TokenBucket
@@ -168,8 +169,10 @@ class WorkQueue:
         self,
         backoff: Backoff = Backoff(),
         retry_bucket: TokenBucket | None = None,
+        clock: Callable[[], float] | None = None,
     ) -> None:
-        self._loop = asyncio.get_running_loop()
+        # ``clock``: seconds, the running loop's time unless given (a simulation's own clock)
+        self._now = clock if clock is not None else asyncio.get_running_loop().time
         self._backoff = backoff
         self._bucket = retry_bucket or TokenBucket(10.0, 100)
         self._heap: list[tuple[float, int, str]] = []
@@ -212,7 +215,7 @@ class WorkQueue:
             prev = self._oldest_change.get(key)
             if prev is None or changed_at < prev:
                 self._oldest_change[key] = changed_at
-        now = self._loop.time()
+        now = self._now()
         if batch is not None and batch > 0:
             edge = self._edges.get(key)
             if edge is None:
@@ -252,7 +255,7 @@ class WorkQueue:
         limits how often a key is expedited (controller/outage.py)."""
         if key not in self._ready_at or not self._failures.get(key):
             return False
-        self._schedule(key, self._loop.time())
+        self._schedule(key, self._now())
         return True
 
     def forget(self, key: str) -> None:
@@ -273,32 +276,46 @@ class WorkQueue:
         while True:
             if self._shutdown:
                 raise ShutDown
-            now = self._loop.time()
-            while self._heap:
-                ready, _, key = self._heap[0]
-                if self._ready_at.get(key) != ready:
-                    heapq.heappop(self._heap)  # superseded by an earlier schedule
-                    continue
-                if ready > now:
-                    break
-                heapq.heappop(self._heap)
-                settled = self._settled(key, now)
-                if settled > now:
-                    self._ready_at[key] = settled
-                    heapq.heappush(self._heap, (settled, next(self._seq), key))
-                    continue
-                del self._ready_at[key]
-                self._processing.add(key)
-                self._edge_synced(key, now)
-                trigger = self._oldest_change.pop(key, None)
-                if trigger is not None:
-                    self._in_flight_change[key] = trigger
-                self.stats.processed += 1
-                return key, now - ready, trigger
-            timeout = self._heap[0][0] - now if self._heap else None
+            got = self.get_nowait()
+            if got is not None:
+                return got
+            due = self.next_due()
+            timeout = None if due is None else due - self._now()
             self._wakeup.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wakeup.wait(), timeout)
+
+    def get_nowait(self) -> tuple[str, float, float | None] | None:
+        """What :meth:`get` returns if a key is ready now (settling included), else None."""
+        now = self._now()
+        while self.next_due() is not None:
+            ready, _, key = self._heap[0]
+            if ready > now:
+                return None
+            heapq.heappop(self._heap)
+            settled = self._settled(key, now)
+            if settled > now:
+                self._ready_at[key] = settled
+                heapq.heappush(self._heap, (settled, next(self._seq), key))
+                continue
+            del self._ready_at[key]
+            self._processing.add(key)
+            self._edge_synced(key, now)
+            trigger = self._oldest_change.pop(key, None)
+            if trigger is not None:
+                self._in_flight_change[key] = trigger
+            self.stats.processed += 1
+            return key, now - ready, trigger
+        return None
+
+    def next_due(self) -> float | None:
+        """The clock time the next pending key is due (it may still settle), or None."""
+        while self._heap:
+            ready, _, key = self._heap[0]
+            if self._ready_at.get(key) == ready:
+                return ready
+            heapq.heappop(self._heap)  # superseded by an earlier schedule
+        return None
 
     def done(self, key: str) -> None:
         """Finish processing ``key``; if it was added meanwhile, schedule it again."""

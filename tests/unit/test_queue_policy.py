@@ -1,0 +1,39 @@
+"""The batching policy on a simulated clock (benchmarks/queue_policy.py): independent changes
+are not held, bursts and streams still are. Deterministic: seeded arrivals, no real time."""
+
+from __future__ import annotations
+
+from benchmarks.queue_policy import bursts, lattice_flap, poisson_flap, replay, stream
+
+
+def test_independent_flips_50ms_apart_never_wait_for_the_window() -> None:
+    o = replay(lattice_flap(seconds=20.0))
+    assert o.held <= 0.01, f"{o.held:.1%} of independent flips waited"
+    assert o.wait_ms(0.99) < 1.0
+
+
+def test_independent_poisson_flips_wait_only_when_they_come_burst_close() -> None:
+    o = replay(poisson_flap(seconds=20.0))
+    # Before isolated changes were synced at once, about 20% waited (leading edge alone).
+    assert o.held <= 0.08, f"{o.held:.1%} of independent flips waited"
+    assert o.wait_ms(0.9) < 1.0
+    assert o.syncs_per_change >= 0.98, "nothing to batch among independent changes"
+
+
+def test_a_rollouts_bursts_are_still_batched() -> None:
+    o = replay(bursts())
+    assert o.syncs_per_change <= 0.05, f"{o.syncs} syncs for {o.changes} changes"
+    assert o.wait_ms(0.99) <= 100.0 + 100.0, "a held burst waits at most window + settle cap"
+
+
+def test_a_growing_stream_is_still_batched_by_its_grown_window() -> None:
+    o = replay(stream(selectors=3))
+    assert o.syncs_per_change <= 0.15, f"{o.syncs} syncs for {o.changes} changes"
+    assert max(o.waits) <= 1.0 + 0.1 + 0.01, "no change waits longer than the longest window"
+
+
+def test_the_replay_counts_every_change_once() -> None:
+    arrivals = bursts(steps=3)
+    o = replay(arrivals)
+    assert o.changes == len(arrivals) == len(o.waits)
+    assert all(w >= 0.0 for w in o.waits)
