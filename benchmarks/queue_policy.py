@@ -18,6 +18,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from benchmarks.runner import percentile
 from slicectl.controller.queue import WorkQueue
 
 Arrival = tuple[float, str, bool]  # (time, selector key, removes an endpoint)
@@ -39,8 +40,7 @@ class Outcome:
         return sum(1 for w in self.waits if w > 0.001) / len(self.waits)
 
     def wait_ms(self, q: float) -> float:
-        ordered = sorted(self.waits)
-        return 1000.0 * ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+        return 1000.0 * (percentile(list(self.waits), q) or 0.0)
 
 
 class _Clock:

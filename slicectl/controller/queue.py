@@ -288,8 +288,8 @@ class WorkQueue:
     def get_nowait(self) -> tuple[str, float, float | None] | None:
         """What :meth:`get` returns if a key is ready now (settling included), else None."""
         now = self._now()
-        while self.next_due() is not None:
-            ready, _, key = self._heap[0]
+        while (ready := self.next_due()) is not None:
+            key = self._heap[0][2]
             if ready > now:
                 return None
             heapq.heappop(self._heap)
