@@ -133,6 +133,8 @@ WORKLOADS: dict[str, Callable[[], list[Arrival]]] = {
     "flap, 20/s on a 50 ms lattice, 10 selectors, 60 s": lattice_flap,
     "flap, Poisson 20/s, 10 selectors, 60 s": poisson_flap,
     "stream, 10 selectors x 200 adds over 7.5 s": stream,
+    "scale-up, 1 selector x 500 adds over 1.2 s": lambda: stream(1, 500, 1.2),
+    "slow scale-up, 1 selector x 500 adds over 30 s": lambda: stream(1, 500, 30.0),
     "bursts, 20 x (25 adds, 25 removals)": bursts,
 }
 

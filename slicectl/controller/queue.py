@@ -22,11 +22,14 @@ explicit because every one of them prevents a production bug:
   ``STREAM_SYNCS`` syncs in a row: at least ``STREAM_CHANGES`` changes since the last sync,
   none a removal: a scale-up, an initial creation) gets its window multiplied
   by ``STREAM_GROWTH`` per further sync, up to ``STREAM_MAX_WINDOW``: its endpoints already
-  serve, and the newcomers cost one write per window instead of one per moment. Any sync
-  at the window's end without such a stream puts the window back to W (a sync asked for
-  sooner by something else does not count), and so does any removal at once; so
-  replacements (a rollout removes as many as it adds), scale-downs and independent changes
-  keep the short window. 0 means no batching;
+  serve, and the newcomers cost one write per window instead of one per moment. A grown
+  window ends early once its stream pauses: a held sync runs W after the key's last change
+  if that comes before the window's end (a stream that goes on has no such pause, and the
+  last newcomers of one that stopped gain nothing by waiting for the rest of a long window).
+  Any sync at the window's end without such a stream puts the window back to W (a sync
+  asked for sooner by something else does not count), and so do a quiet spell as long as
+  the grown window and any removal, at once; so replacements (a rollout removes as many as
+  it adds), scale-downs and independent changes keep the short window. 0 means no batching;
 * a sync held by its window *settles*: if a change came less than ``SETTLE_GAP`` before the
   held sync is due, the burst is still arriving, and the sync waits for a gap that long, at
   most ``SETTLE_MAX`` past its due time (so it cannot starve). A burst of concurrent requests
@@ -37,8 +40,8 @@ explicit because every one of them prevents a production bug:
   reacts to its own answers (a rollout deletes its old pods, then creates the next ones once
   the deletions returned), so one step has pauses of tens of milliseconds inside it, while
   independent changes almost never put three into one window. Leading-edge syncs never settle
-  (an isolated change still costs no delay), and neither do streams whose window has grown (a
-  steady stream has no gap to wait for; its longer window already batches it);
+  (an isolated change still costs no delay), and a grown window waits for its stream's pause
+  as above instead;
 * ``add(..., min_interval=M)`` holds a key until M seconds after its last sync started (at once
   if it has not been synced that long): syncs caused by someone else's slice changes use it, as
   upstream's ``endpointSliceChangeMinSyncDelay`` does, so a repair that is undone each time (a
@@ -71,6 +74,7 @@ STREAM_CHANGES = 3  # changes since the last sync that make it streaming
 STREAM_SYNCS = 3  # streaming syncs in a row (without a removal) that make a stream
 STREAM_GROWTH = 4.0  # a streaming key's window grows by this factor per sync ...
 STREAM_MAX_WINDOW = 1.0  # ... up to this many seconds (or the base window, if that is larger)
+STREAM_PAUSE = 8.0  # a stream with no change for this many of its average gaps has stopped
 SETTLE_GAP = 0.02  # a held sync waits while changes still come closer together than this ...
 SETTLE_MAX = 0.1  # ... for at most this long past its due time
 SETTLE_BURST_GAP = 0.035  # the gap a held sync of STREAM_CHANGES changes or more waits for
@@ -96,6 +100,12 @@ class _Edge:
     spacing: float = math.inf  # average gap between changes (see the module doc), once known
 
     @property
+    def pause(self) -> float:
+        """How long a growing stream must go without a change to be over: ``STREAM_PAUSE``
+        of its average gaps, at least the base window."""
+        return max(self.base, STREAM_PAUSE * self.spacing)
+
+    @property
     def settle_cap(self) -> float:
         """The latest a held sync may settle to: ``SETTLE_MAX`` past the window's end."""
         return self.last_sync + self.window + SETTLE_MAX
@@ -103,6 +113,8 @@ class _Edge:
     def change(self, now: float, removal: bool) -> float:
         """Count a change at ``now``; how long its sync waits for the window (0: at once)."""
         gap = now - self.last_change
+        if gap >= self.window > self.base:  # quiet for a whole grown window: the stream is over
+            self.window, self.streak = self.base, 0
         busy = self.spacing < BUSY_SPACING * self.base  # judged by the changes before this one
         if gap != math.inf:
             counted = min(gap, SPACING_CAP * self.base)
@@ -115,6 +127,8 @@ class _Edge:
         wait = max(0.0, self.last_sync + self.window - now)
         if wait > 0 and not (self.held or busy or gap < SETTLE_GAP or self.window > self.base):
             self.last_sync, wait = -math.inf, 0.0  # isolated: synced as if the key were quiet
+        if self.window > self.base:  # a grown window is over once its stream pauses (_settled)
+            wait = min(wait, self.pause)
         self.held = self.held or wait > 0
         return wait
 
@@ -354,8 +368,10 @@ class WorkQueue:
     def _settled(self, key: str, now: float) -> float:
         """When a sync due by ``now`` may run: later while its held burst is still arriving."""
         edge = self._edges.get(key)
-        if edge is None or not edge.held or edge.window > edge.base or key in self._failures:
-            return now  # a grown window already batches its stream; a retry is not a burst
+        if edge is None or not edge.held or key in self._failures:
+            return now  # a retry is not a burst
+        if edge.window > edge.base:  # a grown window: until its stream pauses for W, or its end
+            return max(now, min(edge.last_change + edge.pause, edge.last_sync + edge.window))
         gap = SETTLE_BURST_GAP if edge.changes >= STREAM_CHANGES else SETTLE_GAP
         return max(now, min(edge.last_change + gap, edge.settle_cap))
 

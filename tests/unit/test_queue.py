@@ -16,6 +16,7 @@ from slicectl.controller.queue import (
     STREAM_CHANGES,
     STREAM_GROWTH,
     STREAM_MAX_WINDOW,
+    STREAM_PAUSE,
     STREAM_SYNCS,
     Backoff,
     ShutDown,
@@ -419,16 +420,11 @@ async def test_a_held_burst_waits_for_a_longer_gap_than_a_few_changes() -> None:
     assert q._settled("k", due) == _at(due + SETTLE_MAX), "still capped"
 
 
-async def test_leading_edge_grown_windows_and_retries_never_settle() -> None:
+async def test_leading_edge_syncs_and_retries_never_settle() -> None:
     q = WorkQueue()
     q.add("quiet", batch=0.1)  # never synced: the leading edge, at once
     assert not q._edges["quiet"].held
     assert q._settled("quiet", 5.0) == 5.0
-    q = WorkQueue()
-    edge = await _held(q, "grown")
-    edge.window = edge.base * STREAM_GROWTH  # a stream already batched by its longer window
-    edge.last_change = 5.0
-    assert q._settled("grown", 5.0) == 5.0
     q = WorkQueue()
     edge = await _held(q, "failing")
     edge.last_change = 5.0
@@ -453,3 +449,51 @@ async def test_the_settled_sync_runs_after_the_gap_and_a_sync_resets_the_cap() -
     assert not edge.held and edge.last_sync >= changed + SETTLE_GAP - 0.002
     assert edge.settle_cap == _at(edge.last_sync + edge.window + SETTLE_MAX), (
         "the cap counts from the new sync")
+
+
+def _grown(spacing: float, last_sync: float = 10.0) -> _Edge:
+    """An edge whose window has grown to the cap for a stream of changes ``spacing`` apart."""
+    e = _Edge(0.1, STREAM_MAX_WINDOW, last_sync=last_sync, streak=STREAM_SYNCS,
+              last_change=last_sync, spacing=spacing)
+    assert e.pause == pytest.approx(max(0.1, STREAM_PAUSE * spacing))
+    return e
+
+
+def test_a_change_in_a_grown_window_is_due_once_its_stream_could_have_paused() -> None:
+    e = _grown(spacing=0.005)
+    wait = e.change(10.2, removal=False)
+    assert e.held and wait == pytest.approx(e.pause), (
+        "not the window's end (0.8 s away): the sync is looked at again once the stream "
+        "could have paused")
+
+
+async def test_a_grown_window_ends_when_its_stream_pauses_and_not_before() -> None:
+    q = WorkQueue()
+    edge = await _held(q)
+    fast = _grown(spacing=0.005)  # a stream of changes 5 ms apart: paused after 100 ms
+    edge.window, edge.streak, edge.last_sync, edge.spacing = (
+        fast.window, fast.streak, fast.last_sync, fast.spacing)
+    end = edge.last_sync + edge.window
+    edge.last_change = 10.35
+    assert q._settled("k", 10.4) == _at(10.35 + edge.pause), "still arriving: wait for a pause"
+    assert q._settled("k", 10.5) == 10.5, "no change for the pause: the stream is over, sync now"
+    edge.last_change = end - 0.01
+    assert q._settled("k", end - 0.005) == _at(end), (
+        "a stream that goes on is synced at its window's end, as before: no extra write")
+    edge.spacing = 0.05  # a slow stream (a kubelet-paced scale-up): 8 of its gaps
+    edge.last_change = 10.35
+    assert edge.pause == pytest.approx(STREAM_PAUSE * 0.05)
+    assert q._settled("k", 10.5) == _at(10.35 + STREAM_PAUSE * 0.05), (
+        "a gap of 150 ms is no pause for changes 50 ms apart on average")
+
+
+def test_a_grown_window_quiet_for_its_whole_length_is_back_to_the_base_window() -> None:
+    e = _grown(spacing=0.005)
+    e.synced(10.3)  # the stream paused: synced early, the window is kept in case it resumes
+    assert e.window == STREAM_MAX_WINDOW
+    assert e.change(10.3 + STREAM_MAX_WINDOW / 2, removal=False) > 0, "resumed: still batched"
+    e.synced(e.last_change + 0.05)  # early again (asked for by something else): no judgement
+    assert e.window == STREAM_MAX_WINDOW
+    later = e.last_change + STREAM_MAX_WINDOW + 0.01  # still inside the last sync's window
+    assert e.change(later, removal=False) == 0.0, "quiet for a whole window: leading edge"
+    assert e.window == 0.1 and e.streak == 0, "the stream is over: back to the base window"

@@ -37,3 +37,16 @@ def test_the_replay_counts_every_change_once() -> None:
     o = replay(arrivals)
     assert o.changes == len(arrivals) == len(o.waits)
     assert all(w >= 0.0 for w in o.waits)
+
+
+def test_a_stream_that_stops_is_published_soon_after_it_stops() -> None:
+    o = replay(stream(selectors=1, pods=500, seconds=1.2))  # a fast scale-up
+    # Waiting for the grown window's end gave p90 901 ms and p99 992 ms (6 syncs).
+    assert o.syncs <= 6, f"{o.syncs} syncs for a 1.2 s stream"
+    assert o.wait_ms(0.9) <= 400.0, "the last newcomers waited for the rest of a 1 s window"
+
+
+def test_a_slow_stream_is_not_cut_into_more_syncs_by_its_gaps() -> None:
+    o = replay(stream(selectors=1, pods=500, seconds=30.0))  # kubelets readying a scale-up
+    # Changes 60 ms apart on average: a 100 ms gap is common and is no pause.
+    assert o.syncs <= 40, f"{o.syncs} syncs for {o.changes} changes (the window alone: 38)"
