@@ -6,6 +6,11 @@ behind our own writes (the tracker's *stale* check, preceded by a read of the se
 when a create of ours has an unknown outcome), hands the plan to the writer, and then reports
 the outcome: metrics, the selector's status (under its write budget) and Warning events.
 
+**Plan at the token.** A sync with something to write takes its first write's rate-limit token
+before writing. When the client's rate limit makes it wait for that token (a burst of syncs
+across many selectors), it plans again once the token is due, so the write carries the changes
+that came during the wait rather than the state of the moment the sync began.
+
 **A selector that becomes invalid** (the core and Gateway API flavours have no CEL to stop it)
 keeps being served with the *last valid spec* this process saw for it (same uid), with fresh pod
 data: deleted pods leave its slices, pods that spec selects join them, readiness is kept
@@ -18,6 +23,7 @@ that never had slices gets none.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -35,7 +41,13 @@ from slicectl.controller.status import (
     same_status,
 )
 from slicectl.controller.tracker import SliceTracker
-from slicectl.controller.writer import NotLeading, SliceVanished, SliceWriter, WriteResult
+from slicectl.controller.writer import (
+    NotLeading,
+    Prepaid,
+    SliceVanished,
+    SliceWriter,
+    WriteResult,
+)
 from slicectl.model.records import (
     LABEL_MANAGED_BY,
     LABEL_SELECTOR_NAME,
@@ -187,6 +199,13 @@ class Syncer:
         return replace(sel, selector=_NOTHING, ip_families=(), ports=(), error=None), ()
 
     async def sync(self, key: str, trigger: float | None) -> SyncResult:
+        token = Prepaid()
+        try:
+            return await self._sync(key, trigger, token)
+        finally:
+            self._writer.refund(token)  # taken for a write that did not happen
+
+    async def _sync(self, key: str, trigger: float | None, token: Prepaid) -> SyncResult:
         started = self._clock()
         sel = self._in.selector(key)
         if sel is None:
@@ -215,8 +234,6 @@ class Syncer:
         if self._tracker.stale(key, cached):
             self._tracker.wait_for_cache(key)
             raise StaleCache(f"{key}: slice cache behind our writes")
-        if invalid is not None:
-            self._warn(sel, REASON_INVALID_SPEC, invalid.message)
         existing = [s for s in cached if not s.terminating]
         # O(selected pods): the index hands over this selector's pods only.
         budget, quiet = self._compaction_budget(key, trigger)
@@ -225,11 +242,19 @@ class Syncer:
             memo = self._memos[key] = EndpointMemo()
         the_plan = plan(spec, pods, self._in.nodes(), existing, self._settings,
                         compaction_budget=budget, memo=memo)
+        if not the_plan.empty and not token.reserved and (wait := self._writer.reserve(token)):
+            # Rate-limited: the first write may go out only in ``wait`` seconds. Plan again
+            # then, from the caches of that moment, so the write carries every change that
+            # came meanwhile instead of leaving them to the next sync, a window later.
+            await asyncio.sleep(wait)
+            return await self._sync(key, trigger, token)
+        if invalid is not None:
+            self._warn(sel, REASON_INVALID_SPEC, invalid.message)
         trigger_time = rfc3339_nano(trigger) if trigger is not None else None
         result = WriteResult()
         try:
             if not the_plan.empty:
-                await self._writer.apply(key, spec, the_plan, trigger_time, result)
+                await self._writer.apply(key, spec, the_plan, trigger_time, result, token)
         except NotLeading:
             raise
         except SliceVanished as exc:  # a benign race with a deletion: wait for the cache

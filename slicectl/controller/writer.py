@@ -10,6 +10,10 @@ is old: the writer reads that slice, recomputes the patch against it and retries
 times), instead of failing the whole sync and sleeping. Deletes carry a UID precondition so a
 slice recreated under the same name is never deleted by mistake.
 
+A sync that is about to write takes its first rate-limit token *before* it plans (a
+:class:`Prepaid`, see ``Syncer.sync``); the first write of the plan goes out with it, and an
+unused one goes back to the bucket.
+
 Every write passes the write gate twice: before it is built (a replica that is no longer sure
 it leads stops mid-plan rather than racing the new leader) and, through the client's ``guard``,
 right before it is sent, after any rate-limiter wait or 429 pause.
@@ -35,7 +39,7 @@ from slicectl.model.records import ObjectVersion, SelectorRecord, SliceRecord
 from slicectl.reconcile import Plan, SliceUpdate, new_slice_body, slice_patch
 
 CONFLICT_RETRIES = 3
-__all__ = ["NotLeading", "SliceVanished", "SliceWriter", "WriteResult"]
+__all__ = ["NotLeading", "Prepaid", "SliceVanished", "SliceWriter", "WriteResult"]
 
 
 def _refused(exc: BaseException) -> bool:
@@ -62,6 +66,21 @@ class WriteResult:
         return len(self.created) + len(self.updated) + len(self.deleted)
 
 
+@dataclass(slots=True)
+class Prepaid:
+    """A sync's claim on one rate-limit token, taken before its plan was made."""
+
+    reserved: bool = False  # a token was taken from the client's bucket
+    used: bool = False  # ... and a write went out with it
+
+    def use(self) -> bool:
+        """True once, for the first write after the token was taken."""
+        if not self.reserved or self.used:
+            return False
+        self.used = True
+        return True
+
+
 class SliceWriter:
     def __init__(
         self,
@@ -77,17 +96,31 @@ class SliceWriter:
     def _check(self) -> None:
         self._guard()
 
+    def reserve(self, token: Prepaid) -> float:
+        """Take a token for the next write now; seconds until it may be sent."""
+        token.reserved = True
+        return self._client.reserve_token()
+
+    def refund(self, token: Prepaid) -> None:
+        """Give back the token if no write used it."""
+        if token.reserved and not token.used:
+            token.reserved = False
+            self._client.refund_token()
+
     async def live_slices(self, namespace: str, label_selector: str) -> list[SliceRecord]:
         """The slices the server holds now (a consistent read), not the cache's view."""
         items, _ = await self._client.list(ENDPOINTSLICES, namespace,
                                            label_selector=label_selector)
         return [parse_slice(raw) for raw in items]
 
-    async def _create(self, key: str, body: dict[str, Any], ns: str) -> dict[str, Any]:
+    async def _create(
+        self, key: str, body: dict[str, Any], ns: str, token: Prepaid
+    ) -> dict[str, Any]:
         """One create; the tracker holds an "outcome unknown" mark until a definite answer."""
         self._tracker.create_started(key)
         try:
-            raw = await self._client.create(ENDPOINTSLICES, body, ns, guard=self._guard)
+            raw = await self._client.create(ENDPOINTSLICES, body, ns, guard=self._guard,
+                                            prepaid=token.use())
         except BaseException as exc:
             if _refused(exc):
                 self._tracker.create_settled(key)
@@ -97,23 +130,25 @@ class SliceWriter:
 
     async def apply(
         self, key: str, selector: SelectorRecord, plan: Plan, trigger_time: str | None,
-        result: WriteResult | None = None,
+        result: WriteResult | None = None, token: Prepaid | None = None,
     ) -> WriteResult:
-        """Apply ``plan``; acknowledged writes land in ``result`` even if a later one fails."""
+        """Apply ``plan``; acknowledged writes land in ``result`` even if a later one fails.
+        The first write uses ``token`` if it holds one."""
         result = result if result is not None else WriteResult()
+        token = token if token is not None else Prepaid()
         ns = selector.namespace
         for spec in plan.creates:
             self._check()
             body = new_slice_body(selector, spec, trigger_time)
             try:
-                raw = await self._create(key, body, ns)
+                raw = await self._create(key, body, ns, token)
             except AlreadyExists:  # generateName collision: the server picked a taken name
-                raw = await self._create(key, body, ns)
+                raw = await self._create(key, body, ns, token)
             created = parse_slice(raw)
             self._tracker.wrote(key, created.uid, created.generation)
             result.created.append(created)
         for update in plan.updates:
-            updated = await self._update(key, selector, update, trigger_time, result)
+            updated = await self._update(key, selector, update, trigger_time, result, token)
             if updated is not None:
                 result.updated.append(updated)
         for old in plan.deletes:
@@ -121,7 +156,7 @@ class SliceWriter:
             try:
                 await self._client.delete(
                     ENDPOINTSLICES, old.name, ns, preconditions={"uid": old.uid},
-                    guard=self._guard,
+                    guard=self._guard, prepaid=token.use(),
                 )
             except NotFound:
                 continue  # already gone: nothing to wait for
@@ -138,6 +173,7 @@ class SliceWriter:
         update: SliceUpdate,
         trigger_time: str | None,
         result: WriteResult,
+        token: Prepaid,
     ) -> ObjectVersion | None:
         ns = selector.namespace
         current = update
@@ -147,7 +183,7 @@ class SliceWriter:
             try:
                 raw = await self._client.patch(
                     ENDPOINTSLICES, current.existing.name, patch, ns, patch_type="merge",
-                    guard=self._guard,
+                    guard=self._guard, prepaid=token.use(),
                 )
             except NotFound:
                 raise SliceVanished(f"{current.existing.key} was deleted meanwhile") from None

@@ -280,10 +280,11 @@ class KubeClient:
 
     async def create(
         self, res: Resource, body: dict[str, Any], namespace: str | None = None, *,
-        background: bool = False, guard: Guard | None = None,
+        background: bool = False, guard: Guard | None = None, prepaid: bool = False,
     ) -> dict[str, Any]:
         result: dict[str, Any] = await self.request(
-            "POST", res.path(namespace), json=body, background=background, guard=guard)
+            "POST", res.path(namespace), json=body, background=background, guard=guard,
+            prepaid=prepaid)
         return result
 
     async def patch(
@@ -291,11 +292,13 @@ class KubeClient:
         namespace: str | None = None, *, subresource: str | None = None,
         patch_type: Literal["merge", "json", "strategic"] = "merge",
         field_manager: str | None = None, background: bool = False, guard: Guard | None = None,
+        prepaid: bool = False,
     ) -> dict[str, Any]:
         params = {"fieldManager": field_manager} if field_manager else None
         result: dict[str, Any] = await self.request(
             "PATCH", res.path(namespace, name, subresource), params=params, json=patch,
             content_type=_PATCH_TYPES[patch_type], background=background, guard=guard,
+            prepaid=prepaid,
         )
         return result
 
@@ -311,6 +314,7 @@ class KubeClient:
         self, res: Resource, name: str, namespace: str | None = None, *,
         preconditions: dict[str, Any] | None = None, propagation_policy: str | None = None,
         grace_period_seconds: int | None = None, guard: Guard | None = None,
+        prepaid: bool = False,
     ) -> dict[str, Any] | None:
         options: dict[str, Any] | None = None
         if preconditions or propagation_policy or grace_period_seconds is not None:
@@ -322,18 +326,20 @@ class KubeClient:
             if grace_period_seconds is not None:
                 options["gracePeriodSeconds"] = grace_period_seconds
         result = await self.request("DELETE", res.path(namespace, name), json=options,
-                                    guard=guard)
+                                    guard=guard, prepaid=prepaid)
         return result if isinstance(result, dict) else None
 
     async def request(
         self, method: str, path: str, *, params: dict[str, str] | None = None,
         json: Any = None, content_type: str | None = None, headers: dict[str, str] | None = None,
         background: bool = False, guard: Guard | None = None, raw_body: bool = False,
+        prepaid: bool = False,
     ) -> Any:
         """Send one request (retrying 429s and one 401); the decoded body, or a typed error.
 
         ``background`` requests (status, Events) only spend rate-limit tokens the bucket can
-        spare, so they never delay foreground requests (slice writes). ``guard`` runs right
+        spare, so they never delay foreground requests (slice writes). ``prepaid``: the caller
+        already holds a token (:meth:`reserve_token`) for the first send. ``guard`` runs right
         before every send (after the rate-limiter wait) and stops the request by raising.
         """
         hdrs = {"Accept": _JSON, **(headers or {})}
@@ -344,7 +350,10 @@ class KubeClient:
         throttled = 0
         reauthenticated = False
         while True:
-            await (self._limiter.acquire_spare() if background else self._limiter.acquire())
+            if prepaid:
+                prepaid = False
+            else:
+                await (self._limiter.acquire_spare() if background else self._limiter.acquire())
             await self._authorize(hdrs)
             if guard is not None:
                 guard()
@@ -374,6 +383,15 @@ class KubeClient:
                 await self._conn.refresh(hdrs.get("Authorization"))
                 continue
             raise error
+
+    def reserve_token(self) -> float:
+        """Take the rate-limit token of a foreground request to come, which then goes out
+        with ``prepaid=True``; the seconds until it may be used. Give back an unused one with
+        :meth:`refund_token`."""
+        return self._limiter.reserve()
+
+    def refund_token(self) -> None:
+        self._limiter.refund()
 
     async def _authorize(self, headers: dict[str, str]) -> None:
         value = await self._conn.authorization()

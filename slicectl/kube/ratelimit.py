@@ -39,6 +39,13 @@ class TokenBucket:
         self._tokens -= 1.0
         return 0.0 if self._tokens >= 0 else -self._tokens / self._rate
 
+    def refund(self) -> None:
+        """Give back a token that :meth:`reserve` took and nobody used."""
+        if self._rate <= 0:
+            return
+        self._refill()
+        self._tokens = min(self._capacity, self._tokens + 1.0)
+
     def try_take(self) -> bool:
         """Take one token only if a whole one is there now (never borrows, never waits)."""
         self._refill()

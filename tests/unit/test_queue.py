@@ -173,6 +173,21 @@ async def test_background_tokens_wait_while_the_bucket_is_below_its_reserve() ->
     assert bucket.reserve() == 0.0, "foreground still finds tokens after background took one"
 
 
+def test_a_refunded_reservation_gives_its_place_back_but_never_overfills() -> None:
+    now = [0.0]
+    bucket = TokenBucket(10.0, 1, clock=lambda: now[0])
+    assert bucket.reserve() == 0.0
+    assert bucket.reserve() == pytest.approx(0.1), "the next token is 100 ms away"
+    bucket.refund()  # that reservation wrote nothing
+    assert bucket.reserve() == pytest.approx(0.1), "the refund put the line back, not further"
+    bucket.refund()
+    now[0] += 5.0
+    bucket.refund()
+    assert bucket.full()
+    assert bucket.reserve() == 0.0 and bucket.reserve() == pytest.approx(0.1), (
+        "a refund into a full bucket is dropped: the burst stays 1")
+
+
 def test_try_take_never_borrows_and_full_reports_a_refilled_bucket() -> None:
     now = [0.0]
     bucket = TokenBucket(1.0, 2, clock=lambda: now[0])
