@@ -209,6 +209,14 @@ class RouterInputs:
 
 
 class NoWrites:
+    """A writer that writes nothing and is never rate-limited: a sync's own CPU only."""
+
+    def reserve(self, token: Any) -> float:
+        return 0.0
+
+    def refund(self, token: Any) -> None:
+        return None
+
     async def apply(self, *args: Any) -> None:
         return None
 

@@ -23,9 +23,10 @@ explicit because every one of them prevents a production bug:
   none a removal: a scale-up, an initial creation) gets its window multiplied
   by ``STREAM_GROWTH`` per further sync, up to ``STREAM_MAX_WINDOW``: its endpoints already
   serve, and the newcomers cost one write per window instead of one per moment. A grown
-  window ends early once its stream pauses: a held sync runs W after the key's last change
-  if that comes before the window's end (a stream that goes on has no such pause, and the
-  last newcomers of one that stopped gain nothing by waiting for the rest of a long window).
+  window ends early once its stream pauses: a held sync runs once the key has had no change
+  for ``STREAM_PAUSE`` of its average gaps (at least W), if that comes before the window's
+  end (a stream that goes on has no such pause, and the last newcomers of one that stopped
+  gain nothing by waiting for the rest of a long window).
   Any sync at the window's end without such a stream puts the window back to W (a sync
   asked for sooner by something else does not count), and so do a quiet spell as long as
   the grown window and any removal, at once; so replacements (a rollout removes as many as
@@ -370,7 +371,7 @@ class WorkQueue:
         edge = self._edges.get(key)
         if edge is None or not edge.held or key in self._failures:
             return now  # a retry is not a burst
-        if edge.window > edge.base:  # a grown window: until its stream pauses for W, or its end
+        if edge.window > edge.base:  # a grown window: until its stream pauses, or its end
             return max(now, min(edge.last_change + edge.pause, edge.last_sync + edge.window))
         gap = SETTLE_BURST_GAP if edge.changes >= STREAM_CHANGES else SETTLE_GAP
         return max(now, min(edge.last_change + gap, edge.settle_cap))
