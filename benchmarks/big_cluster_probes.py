@@ -24,6 +24,9 @@ from benchmarks.big_cluster_world import (
     selector_object,
 )
 from slicectl.controller.controller import Controller
+from slicectl.controller.writer import Prepaid, WriteResult
+from slicectl.model.records import SelectorRecord, SliceRecord
+from slicectl.reconcile import Plan
 
 
 class ServerProcess:
@@ -165,7 +168,7 @@ async def _sync_scaling(quick: bool) -> list[dict[str, Any]]:
         router.selector_added(sel)
         key = record_key(sel)
         syncer = Syncer(RouterInputs(router, nodes), SliceTracker(),
-                        NoWrites(),  # type: ignore[arg-type]
+                        NoWrites(),
                         Settings(), publish_status=None, warn=lambda *a: None)
         result = await syncer.sync(key, None)  # builds the index once, as the first sync would
         assert result.plan is not None and result.plan.desired_endpoints == 100
@@ -211,14 +214,20 @@ class RouterInputs:
 class NoWrites:
     """A writer that writes nothing and is never rate-limited: a sync's own CPU only."""
 
-    def reserve(self, token: Any) -> float:
+    def reserve(self, token: Prepaid) -> float:
         return 0.0
 
-    def refund(self, token: Any) -> None:
+    def refund(self, token: Prepaid) -> None:
         return None
 
-    async def apply(self, *args: Any) -> None:
-        return None
+    async def live_slices(self, namespace: str, label_selector: str) -> list[SliceRecord]:
+        return []
+
+    async def apply(
+        self, key: str, selector: SelectorRecord, plan: Plan, trigger_time: str | None,
+        result: WriteResult | None = None, token: Prepaid | None = None,
+    ) -> WriteResult:
+        return result if result is not None else WriteResult()
 
 
 # -- report ------------------------------------------------------------------------------------

@@ -45,7 +45,6 @@ from slicectl.controller.writer import (
     NotLeading,
     Prepaid,
     SliceVanished,
-    SliceWriter,
     WriteResult,
 )
 from slicectl.model.records import (
@@ -102,6 +101,21 @@ class SyncResult:
     slices: int = 0
 
 
+class SliceWrites(Protocol):
+    """What a sync needs of the writer (writer.py's :class:`SliceWriter`)."""
+
+    def reserve(self, token: Prepaid) -> float: ...
+
+    def refund(self, token: Prepaid) -> None: ...
+
+    async def live_slices(self, namespace: str, label_selector: str) -> list[SliceRecord]: ...
+
+    async def apply(
+        self, key: str, selector: SelectorRecord, plan: Plan, trigger_time: str | None,
+        result: WriteResult | None = None, token: Prepaid | None = None,
+    ) -> WriteResult: ...
+
+
 class SyncInputs(Protocol):
     """What a sync reads; implemented by the controller over its informer stores and indexes."""
 
@@ -141,7 +155,7 @@ class Syncer:
         self,
         inputs: SyncInputs,
         tracker: SliceTracker,
-        writer: SliceWriter,
+        writer: SliceWrites,
         settings: Settings,
         *,
         publish_status: StatusPublisher | None,
