@@ -10,9 +10,9 @@ is old: the writer reads that slice, recomputes the patch against it and retries
 times), instead of failing the whole sync and sleeping. Deletes carry a UID precondition so a
 slice recreated under the same name is never deleted by mistake.
 
-A sync that is about to write takes its first rate-limit token *before* it plans (a
-:class:`Prepaid`, see ``Syncer.sync``); the first write of the plan goes out with it, and an
-unused one goes back to the bucket.
+A sync with something to write takes its first rate-limit token before calling the writer
+(a :class:`Prepaid`; if it had to wait for it, it plans again first: ``Syncer.sync``). The
+plan's first write goes out with that token, and an unused one goes back to the bucket.
 
 Every write passes the write gate twice: before it is built (a replica that is no longer sure
 it leads stops mid-plan rather than racing the new leader) and, through the client's ``guard``,
