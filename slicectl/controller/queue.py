@@ -101,6 +101,11 @@ class _Edge:
     spacing: float = math.inf  # average gap between changes (see the module doc), once known
 
     @property
+    def grown(self) -> bool:
+        """The window has grown for a stream of additions."""
+        return self.window > self.base
+
+    @property
     def pause(self) -> float:
         """How long a growing stream must go without a change to be over: ``STREAM_PAUSE``
         of its average gaps, at least the base window."""
@@ -114,7 +119,7 @@ class _Edge:
     def change(self, now: float, removal: bool) -> float:
         """Count a change at ``now``; how long its sync waits for the window (0: at once)."""
         gap = now - self.last_change
-        if gap >= self.window > self.base:  # quiet for a whole grown window: the stream is over
+        if self.grown and gap >= self.window:  # quiet for a whole grown window: stream over
             self.window, self.streak = self.base, 0
         busy = self.spacing < BUSY_SPACING * self.base  # judged by the changes before this one
         if gap != math.inf:
@@ -126,9 +131,9 @@ class _Edge:
         if removal:  # a removal never waits for a window grown for additions
             self.removal, self.window, self.streak = True, self.base, 0
         wait = max(0.0, self.last_sync + self.window - now)
-        if wait > 0 and not (self.held or busy or gap < SETTLE_GAP or self.window > self.base):
+        if wait > 0 and not (self.held or busy or gap < SETTLE_GAP or self.grown):
             self.last_sync, wait = -math.inf, 0.0  # isolated: synced as if the key were quiet
-        if self.window > self.base:  # a grown window is over once its stream pauses (_settled)
+        if self.grown:  # a grown window is over once its stream pauses (_settled)
             wait = min(wait, self.pause)
         self.held = self.held or wait > 0
         return wait
@@ -371,7 +376,7 @@ class WorkQueue:
         edge = self._edges.get(key)
         if edge is None or not edge.held or key in self._failures:
             return now  # a retry is not a burst
-        if edge.window > edge.base:  # a grown window: until its stream pauses, or its end
+        if edge.grown:  # until its stream pauses, or the grown window's end
             return max(now, min(edge.last_change + edge.pause, edge.last_sync + edge.window))
         gap = SETTLE_BURST_GAP if edge.changes >= STREAM_CHANGES else SETTLE_GAP
         return max(now, min(edge.last_change + gap, edge.settle_cap))

@@ -23,15 +23,13 @@ from slicectl.model.records import NodeRecord, PodRecord, SelectorRecord, SliceR
 from slicectl.reconcile import Settings, plan
 from tests.integration.conftest import Cluster
 from tests.integration.support import ESEL, selector_body, slices_of
+from tests.unit.reconcile_builders import make_pod
 
 KEY = "slicectl.io/ns/web"
 
 
 def _pod(i: int, ns: str) -> PodRecord:
-    return PodRecord(namespace=ns, name=f"web-{i}", uid=f"uid-{i}", resource_version="1",
-                     labels={"app": "web"}, phase="Running", pod_ips=(f"10.44.0.{i + 1}",),
-                     ready=True, ready_transition=None, terminating=False, node_name="",
-                     hostname="", subdomain="")
+    return make_pod(f"web-{i}", f"10.44.0.{i + 1}", namespace=ns, node="")
 
 
 class _Inputs:
