@@ -15,6 +15,7 @@ import asyncio
 import signal
 import sys
 
+from slicectl.cli.gctune import freeze_survivors
 from slicectl.sim.server import EmbeddedApiServer
 
 
@@ -127,5 +128,6 @@ def main(args: argparse.Namespace) -> int:
         uvloop.install()
     except ImportError:
         pass
+    freeze_survivors()  # no collector pauses a Go API server would not have
     asyncio.run(_serve(args))
     return 0
