@@ -8,7 +8,14 @@ advances itself, each sync taking a fixed time, and reports per workload the syn
 the share of changes that waited and how long. Deterministic: the same code gives the same
 table on any machine.
 
-    python -m benchmarks.queue_policy [--window 0.1] [--sync-seconds 0.005]
+With ``--qps`` (the controller's client limit: 20, burst 30) it also replays the token
+bucket, as the syncer uses it: a sync with something to write takes a token first and, if it
+had to wait for it, writes what arrived meanwhile too (plan at the token); a sync left with
+nothing to write takes none. Every sync is one write here (a slice boundary's second write is
+not modelled). Without it the replay shows the queue's decisions alone; with it, the regime
+of the ``initial`` scenario, where every controller is rate-limited for most of the stream.
+
+    python -m benchmarks.queue_policy [--window 0.1] [--sync-seconds 0.005] [--qps 20]
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from dataclasses import dataclass
 
 from benchmarks.runner import percentile
 from slicectl.controller.queue import WorkQueue
+from slicectl.kube.ratelimit import TokenBucket
 
 Arrival = tuple[float, str, bool]  # (time, selector key, removes an endpoint)
 
@@ -51,21 +59,33 @@ class _Clock:
         return self.now
 
 
-def replay(arrivals: list[Arrival], window: float = 0.1, sync_seconds: float = 0.005) -> Outcome:
+def replay(arrivals: list[Arrival], window: float = 0.1, sync_seconds: float = 0.005,
+           qps: float = 0.0, burst: int = 30) -> Outcome:
     """Feed ``arrivals`` (times from 1000 s on) to a WorkQueue and run its syncs, one worker
-    per key: a key is synced once it is due and its previous sync has finished."""
+    per key: a key is synced once it is due and its previous sync has finished. ``qps`` > 0
+    puts each write behind a token of a bucket of that rate and ``burst``."""
     clock = _Clock()
     queue = WorkQueue(clock=clock)
+    bucket = TokenBucket(qps, burst, clock=clock) if qps > 0 else None
     ordered = sorted(arrivals)
     uncovered: dict[str, list[float]] = {}
+    tokened: dict[str, float] = {}  # key -> when the token its sync waits for is due
     finishing: dict[str, float] = {}  # key -> when its sync in flight ends
     waits: list[float] = []
     syncs = i = 0
+
+    def write(key: str) -> None:
+        nonlocal syncs
+        waits.extend(clock.now - t for t in uncovered.pop(key, []))
+        syncs += 1
+        finishing[key] = clock.now + sync_seconds
+
     while True:
         next_arrival = ordered[i][0] if i < len(ordered) else None
         next_done = min(finishing.values()) if finishing else None
+        next_token = min(tokened.values()) if tokened else None
         due = queue.next_due()
-        times = [x for x in (next_arrival, next_done, due) if x is not None]
+        times = [x for x in (next_arrival, next_done, next_token, due) if x is not None]
         if not times:
             break
         clock.now = max(clock.now, min(times))
@@ -73,6 +93,10 @@ def replay(arrivals: list[Arrival], window: float = 0.1, sync_seconds: float = 0
             key = min(finishing, key=finishing.__getitem__)
             del finishing[key]
             queue.done(key)
+        elif next_token is not None and next_token <= clock.now:
+            key = min(tokened, key=tokened.__getitem__)
+            del tokened[key]
+            write(key)  # planned again at the token: what came meanwhile goes too
         elif next_arrival is not None and next_arrival <= clock.now:
             _, key, removal = ordered[i]
             i += 1
@@ -83,9 +107,12 @@ def replay(arrivals: list[Arrival], window: float = 0.1, sync_seconds: float = 0
             if got is None:  # it settles: due later now
                 continue
             key = got[0]
-            waits.extend(clock.now - t for t in uncovered.pop(key, []))
-            syncs += 1
-            finishing[key] = clock.now + sync_seconds
+            if not uncovered.get(key):  # its changes went out with a write that waited
+                finishing[key] = clock.now + sync_seconds
+            elif bucket is not None and (wait := bucket.reserve()) > 0:
+                tokened[key] = clock.now + wait
+            else:
+                write(key)
     return Outcome(len(ordered), syncs, tuple(waits))
 
 
@@ -133,6 +160,7 @@ WORKLOADS: dict[str, Callable[[], list[Arrival]]] = {
     "flap, 20/s on a 50 ms lattice, 10 selectors, 60 s": lattice_flap,
     "flap, Poisson 20/s, 10 selectors, 60 s": poisson_flap,
     "stream, 10 selectors x 200 adds over 7.5 s": stream,
+    "stream, 10 selectors x 200 adds over 2 s": lambda: stream(seconds=2.0),
     "scale-up, 1 selector x 500 adds over 1.2 s": lambda: stream(1, 500, 1.2),
     "slow scale-up, 1 selector x 500 adds over 30 s": lambda: stream(1, 500, 30.0),
     "bursts, 20 x (25 adds, 25 removals)": bursts,
@@ -144,11 +172,14 @@ def main(argv: list[str] | None = None) -> None:
                                      description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--window", type=float, default=0.1, help="--batch-period, seconds")
     parser.add_argument("--sync-seconds", type=float, default=0.005, help="time one sync takes")
+    parser.add_argument("--qps", type=float, default=0.0,
+                        help="writes behind a token bucket of this rate (0: unlimited)")
+    parser.add_argument("--burst", type=int, default=30, help="the bucket's burst")
     args = parser.parse_args(argv)
     print("| workload | changes | syncs / change | changes held | wait p50 / p90 / p99 ms |")
     print("|---|---|---|---|---|")
     for name, make in WORKLOADS.items():
-        o = replay(make(), args.window, args.sync_seconds)
+        o = replay(make(), args.window, args.sync_seconds, args.qps, args.burst)
         print(f"| {name} | {o.changes} | {o.syncs_per_change:.3f} ({o.syncs}) | {o.held:.1%} | "
               f"{o.wait_ms(0.5):.0f} / {o.wait_ms(0.9):.0f} / {o.wait_ms(0.99):.0f} |")
 

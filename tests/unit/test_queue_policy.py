@@ -50,3 +50,19 @@ def test_a_slow_stream_is_not_cut_into_more_syncs_by_its_gaps() -> None:
     o = replay(stream(selectors=1, pods=500, seconds=30.0))  # kubelets readying a scale-up
     # Changes 60 ms apart on average: a 100 ms gap is common and is no pause.
     assert o.syncs <= 40, f"{o.syncs} syncs for {o.changes} changes (the window alone: 38)"
+
+
+def test_a_bucket_that_never_runs_dry_changes_nothing() -> None:
+    arrivals = stream(selectors=3, pods=100, seconds=2.0)
+    free, limited = replay(arrivals), replay(arrivals, qps=1e6, burst=1000)
+    assert (limited.syncs, limited.waits) == (free.syncs, free.waits)
+
+
+def test_writes_behind_a_bucket_never_outrun_it_and_still_cover_every_change() -> None:
+    arrivals = stream(selectors=10, pods=200, seconds=7.5)
+    free = replay(arrivals)
+    o = replay(arrivals, qps=5.0, burst=5)
+    span = 7.5 + max(o.waits)  # arrivals, then the last one's wait
+    assert o.syncs <= 5 + 5.0 * span, f"{o.syncs} writes in {span:.1f} s at 5 per second"
+    assert o.syncs < free.syncs, "a write that waited for its token covers what came meanwhile"
+    assert len(o.waits) == o.changes and min(o.waits) >= 0.0
