@@ -14,8 +14,13 @@ had to wait for it, writes what arrived meanwhile too (plan at the token); a syn
 nothing to write takes none. Every sync is one write here (a slice boundary's second write is
 not modelled). Without it the replay shows the queue's decisions alone; with it, the regime
 of the ``initial`` scenario, where every controller is rate-limited for most of the stream.
+``--tokens`` is what the bucket holds when the arrivals start: in the ``initial`` scenario the
+controller has just spent most of its burst on its start-up lists and watches and on the
+selectors' placeholder slices, so its writes are paced by the refill from about half a second
+in (BENCHMARKS.md, "Initial").
 
     python -m benchmarks.queue_policy [--window 0.1] [--sync-seconds 0.005] [--qps 20]
+                                      [--burst 30] [--tokens N]
 """
 
 from __future__ import annotations
@@ -60,13 +65,16 @@ class _Clock:
 
 
 def replay(arrivals: list[Arrival], window: float = 0.1, sync_seconds: float = 0.005,
-           qps: float = 0.0, burst: int = 30) -> Outcome:
+           qps: float = 0.0, burst: int = 30, tokens: int | None = None) -> Outcome:
     """Feed ``arrivals`` (times from 1000 s on) to a WorkQueue and run its syncs, one worker
     per key: a key is synced once it is due and its previous sync has finished. ``qps`` > 0
-    puts each write behind a token of a bucket of that rate and ``burst``."""
+    puts each write behind a token of a bucket of that rate and ``burst``, holding ``tokens``
+    (default: the burst) when the arrivals start."""
     clock = _Clock()
     queue = WorkQueue(clock=clock)
     bucket = TokenBucket(qps, burst, clock=clock) if qps > 0 else None
+    for _ in range(burst - tokens if bucket is not None and tokens is not None else 0):
+        bucket.reserve()  # spent before the workload (start-up lists, placeholders)
     ordered = sorted(arrivals)
     uncovered: dict[str, list[float]] = {}
     tokened: dict[str, float] = {}  # key -> when the token its sync waits for is due
@@ -175,11 +183,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--qps", type=float, default=0.0,
                         help="writes behind a token bucket of this rate (0: unlimited)")
     parser.add_argument("--burst", type=int, default=30, help="the bucket's burst")
+    parser.add_argument("--tokens", type=int, default=None,
+                        help="tokens in the bucket when the workload starts (default: burst)")
     args = parser.parse_args(argv)
     print("| workload | changes | syncs / change | changes held | wait p50 / p90 / p99 ms |")
     print("|---|---|---|---|---|")
     for name, make in WORKLOADS.items():
-        o = replay(make(), args.window, args.sync_seconds, args.qps, args.burst)
+        o = replay(make(), args.window, args.sync_seconds, args.qps, args.burst, args.tokens)
         print(f"| {name} | {o.changes} | {o.syncs_per_change:.3f} ({o.syncs}) | {o.held:.1%} | "
               f"{o.wait_ms(0.5):.0f} / {o.wait_ms(0.9):.0f} / {o.wait_ms(0.99):.0f} |")
 

@@ -66,3 +66,10 @@ def test_writes_behind_a_bucket_never_outrun_it_and_still_cover_every_change() -
     assert o.syncs <= 5 + 5.0 * span, f"{o.syncs} writes in {span:.1f} s at 5 per second"
     assert o.syncs < free.syncs, "a write that waited for its token covers what came meanwhile"
     assert len(o.waits) == o.changes and min(o.waits) >= 0.0
+
+
+def test_a_bucket_spent_before_the_workload_makes_its_first_write_wait() -> None:
+    arrivals = [(1000.0, "ns/a", False)]  # one change to a quiet selector
+    full, spent = replay(arrivals, qps=20.0), replay(arrivals, qps=20.0, tokens=0)
+    assert full.waits == (0.0,), "a full bucket lets a leading-edge write go at once"
+    assert spent.waits[0] >= 1 / 20.0 - 1e-9, "an empty bucket holds it for one token"
