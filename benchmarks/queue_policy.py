@@ -73,8 +73,9 @@ def replay(arrivals: list[Arrival], window: float = 0.1, sync_seconds: float = 0
     clock = _Clock()
     queue = WorkQueue(clock=clock)
     bucket = TokenBucket(qps, burst, clock=clock) if qps > 0 else None
-    for _ in range(burst - tokens if bucket is not None and tokens is not None else 0):
-        bucket.reserve()  # spent before the workload (start-up lists, placeholders)
+    if bucket is not None and tokens is not None:
+        for _ in range(burst - tokens):
+            bucket.reserve()  # spent before the workload (start-up requests, placeholders)
     ordered = sorted(arrivals)
     uncovered: dict[str, list[float]] = {}
     tokened: dict[str, float] = {}  # key -> when the token its sync waits for is due
