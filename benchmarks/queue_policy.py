@@ -10,8 +10,9 @@ table on any machine.
 
 With ``--qps`` (the controller's client limit: 20, burst 30) it also replays the token
 bucket, as the syncer uses it: a sync with something to write takes a token first and, if it
-had to wait for it, writes what arrived meanwhile too (plan at the token); a sync left with
-nothing to write takes none. Every sync is one write here (a slice boundary's second write is
+had to wait for it, writes what arrived meanwhile too (plan at the token) and tells the queue
+so, as the controller does (a throttled stream takes its longest window at once); a sync left
+with nothing to write takes none. Every sync is one write here (a slice boundary's second write is
 not modelled). Without it the replay shows the queue's decisions alone; with it, the regime
 of the ``initial`` scenario, where every controller is rate-limited for most of the stream.
 ``--tokens`` is what the bucket holds when the arrivals start: in the ``initial`` scenario the
@@ -106,6 +107,7 @@ def replay(arrivals: list[Arrival], window: float = 0.1, sync_seconds: float = 0
             key = min(tokened, key=tokened.__getitem__)
             del tokened[key]
             write(key)  # planned again at the token: what came meanwhile goes too
+            queue.throttled(key)  # as the controller passes the wait on
         elif next_arrival is not None and next_arrival <= clock.now:
             _, key, removal = ordered[i]
             i += 1

@@ -361,6 +361,8 @@ class Controller:
                         failures=self.queue.failures(key))
         else:
             self.queue.forget(key)
+            if result.throttled:
+                self.queue.throttled(key)
             self._outage.succeeded(key)
             self._initial_progress(key)
             if result.retry_after is not None:

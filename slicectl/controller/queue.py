@@ -27,6 +27,12 @@ explicit because every one of them prevents a production bug:
   for ``STREAM_PAUSE`` of its average gaps (at least W), if that comes before the window's
   end (a stream that goes on has no such pause, and the last newcomers of one that stopped
   gain nothing by waiting for the rest of a long window).
+  A stream held back by the client's rate limit is recognised at once (:meth:`throttled`): a
+  streaming sync that had to wait for its token grows the window to ``STREAM_MAX_WINDOW``
+  without waiting for ``STREAM_SYNCS``. The bucket is dry, so writing that key more often
+  would only spend the tokens that other keys' writes, and the stream's own last write once
+  it stops, are waiting for (an ``initial`` stream of ten Deployments otherwise keeps the
+  bucket empty to its end, and its last writes queue behind the refill).
   Any sync at the window's end without such a stream puts the window back to W (a sync
   asked for sooner by something else does not count), and so do a quiet spell as long as
   the grown window and any removal, at once; so replacements (a rollout removes as many as
@@ -159,6 +165,13 @@ class _Edge:
         elif not streaming:
             self.window = self.base
 
+    def throttled(self) -> None:
+        """The key's last sync had to wait for a rate-limit token: if it was a streaming sync
+        and nothing was removed since, the stream takes the longest window now."""
+        if self.streak > 0 and not self.removal:
+            self.window = max(self.base, STREAM_MAX_WINDOW)
+            self.streak = max(self.streak, STREAM_SYNCS)
+
 
 class ShutDown(Exception):
     """Raised by :meth:`WorkQueue.get` once the queue is shut down."""
@@ -277,6 +290,13 @@ class WorkQueue:
             return False
         self._schedule(key, self._now())
         return True
+
+    def throttled(self, key: str) -> None:
+        """``key``'s sync that just finished had to wait for its rate-limit token (a stream
+        held back by the client's limit: see the module doc)."""
+        edge = self._edges.get(key)
+        if edge is not None:
+            edge.throttled()
 
     def forget(self, key: str) -> None:
         """Reset the backoff of ``key`` after a successful sync."""

@@ -99,6 +99,7 @@ class SyncResult:
     # Endpoints per (address type, ports) group once the plan is applied, for the slice gauges.
     groups: Mapping[object, int] = field(default_factory=dict)
     slices: int = 0
+    throttled: bool = False  # its first write waited for a rate-limit token
 
 
 class SliceWrites(Protocol):
@@ -261,7 +262,7 @@ class Syncer:
             # then, from the caches of that moment, so the write carries every change that
             # came meanwhile instead of leaving them to the next sync, a window later.
             await asyncio.sleep(wait)
-            return await self._sync(key, trigger, token)
+            return replace(await self._sync(key, trigger, token), throttled=True)
         if invalid is not None:
             self._warn(sel, REASON_INVALID_SPEC, invalid.message)
         trigger_time = rfc3339_nano(trigger) if trigger is not None else None

@@ -5,13 +5,20 @@ sync began is stale by the time its write may go out. The syncer takes the token
 it had to wait, plans from the caches of that moment: the write carries the changes that came
 during the wait instead of leaving them to the next sync a window later. Runs against the
 embedded server or a real cluster (``SLICECTL_TEST_KUBECONFIG``); it needs no fault knob.
+
+The controller passes that wait on to the queue (``WorkQueue.throttled``): a stream held back by
+the rate limit takes its longest batch window at once (the rule itself: tests/unit/test_queue.py).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Iterable, Mapping
 
+import pytest
+
+from slicectl.controller.routing import selector_key
 from slicectl.controller.sync import Syncer
 from slicectl.controller.tracker import SliceTracker
 from slicectl.controller.writer import SliceWriter
@@ -22,7 +29,15 @@ from slicectl.model.parse import parse_selector
 from slicectl.model.records import NodeRecord, PodRecord, SelectorRecord, SliceRecord
 from slicectl.reconcile import Settings, plan
 from tests.integration.conftest import Cluster
-from tests.integration.support import ESEL, selector_body, slices_of
+from tests.integration.support import (
+    ESEL,
+    create_pod,
+    options,
+    running_controller,
+    selector_body,
+    slices_of,
+    wait_until,
+)
 from tests.unit.reconcile_builders import make_pod
 
 KEY = "slicectl.io/ns/web"
@@ -77,10 +92,23 @@ async def test_a_throttled_sync_writes_the_changes_that_came_while_it_waited(
         inputs.pods = [_pod(i, c.namespace) for i in range(3)]  # two more pods became ready
         result = await asyncio.wait_for(sync, 10)
         assert len(result.writes.created) == 1 and result.writes.writes == 1
+        assert result.throttled, "the controller learns that the sync waited for its token"
         (live,) = await slices_of(c.client, c.namespace, "web")
         assert sorted(e["targetRef"]["name"] for e in live["endpoints"]) == [
             "web-0", "web-1", "web-2"], "the write carried the pods that came during the wait"
         assert live["metadata"]["generation"] == 1, "one write: created with all three"
+    finally:
+        await slow.close()
+
+
+async def test_a_sync_whose_token_was_there_is_not_throttled(cluster: Cluster) -> None:
+    c = cluster
+    syncer, inputs, slow = await _throttled_syncer(c, qps=2.0)
+    try:
+        await asyncio.sleep(0.6)  # the bucket refilled its one token
+        inputs.pods = [_pod(0, c.namespace)]
+        result = await asyncio.wait_for(syncer.sync(KEY, None), 10)
+        assert result.writes.writes == 1 and not result.throttled
     finally:
         await slow.close()
 
@@ -111,3 +139,37 @@ async def test_a_throttled_sync_with_nothing_left_to_write_gives_its_token_back(
             "the unused token went back: the next request did not wait another 0.5 s")
     finally:
         await slow.close()
+
+
+@pytest.mark.parametrize("qps", [2.0, 1000.0])
+async def test_the_controller_tells_the_queue_which_syncs_waited_for_their_token(
+    cluster: Cluster, qps: float,
+) -> None:
+    c = cluster
+    await c.client.create(ESEL, selector_body("web", {"app": "web"}), c.namespace)
+    opts = dataclasses.replace(options(c.kubeconfig, c.namespace),
+                               client=ClientSettings(qps=qps, burst=2))
+    async with running_controller(opts) as running:
+        queue = running.controller.queue
+        reported: list[str] = []
+        throttled = queue.throttled
+
+        def record(key: str) -> None:
+            reported.append(key)
+            throttled(key)
+
+        queue.throttled = record  # type: ignore[method-assign]
+        for i in range(3):  # at 2 QPS the start-up requests left the bucket in debt
+            await create_pod(c.client, c.namespace, f"web-{i}", f"10.44.1.{i + 1}", {"app": "web"})
+
+        async def published() -> bool:
+            listed = sum(len(s.get("endpoints") or []) for s in
+                         await slices_of(c.client, c.namespace, "web"))
+            return listed == 3
+
+        await wait_until(published, what="3 endpoints")
+    key = selector_key(SLICECTL, c.namespace, "web")
+    if qps < 10:
+        assert key in reported, "a sync that waited for its token was not passed on"
+    else:
+        assert reported == [], "a sync that never waited was reported as throttled"

@@ -340,6 +340,46 @@ def test_a_sync_asked_for_within_the_window_neither_grows_nor_resets_it() -> Non
     assert e.streak == 0 and e.window == 0.1 and not e.removal
 
 
+def test_a_streaming_sync_that_waited_for_its_token_takes_the_longest_window_at_once() -> None:
+    e = _Edge(0.1, 0.1)
+    e.changes = STREAM_CHANGES
+    e.synced(10.0)
+    assert e.window == 0.1, "one streaming sync alone is not yet a stream"
+    e.throttled()  # ... but it had to wait for a rate-limit token
+    assert e.window == STREAM_MAX_WINDOW and e.streak >= STREAM_SYNCS
+    e.changes = STREAM_CHANGES - 1
+    e.synced(10.0 + STREAM_MAX_WINDOW)
+    assert e.window == 0.1, "the stream is over at the window's end: back to the base window"
+
+
+def test_a_throttled_sync_grows_nothing_but_a_stream_of_additions() -> None:
+    lone = _Edge(0.1, 0.1)
+    lone.changes = 1
+    lone.synced(10.0)
+    lone.throttled()
+    assert lone.window == 0.1, "a single change waiting for a token is no stream"
+    mixed = _Edge(0.1, 0.1)
+    mixed.changes = STREAM_CHANGES
+    mixed.synced(10.0)
+    mixed.change(10.02, removal=True)  # a removal came while that sync waited
+    mixed.throttled()
+    assert mixed.window == 0.1, "a removal keeps the short window"
+
+
+async def test_the_queue_passes_a_throttled_sync_to_its_key_only() -> None:
+    q = WorkQueue()
+    for key in ("a", "b"):
+        for _ in range(STREAM_CHANGES):
+            q.add(key, batch=0.1)
+    synced = {(await q.get())[0], (await q.get())[0]}  # a streaming sync each
+    assert synced == {"a", "b"}
+    for key in synced:
+        q.done(key)
+    q.throttled("a")
+    q.throttled("unknown")  # a key without batching state: nothing to do
+    assert q._edges["a"].window == STREAM_MAX_WINDOW and q._edges["b"].window == 0.1
+
+
 def test_a_removal_in_the_window_is_no_growing_stream() -> None:
     e = _Edge(0.1, 0.1)
     for n in range(STREAM_SYNCS + 2):
