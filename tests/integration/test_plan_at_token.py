@@ -41,6 +41,7 @@ from tests.integration.support import (
 from tests.unit.reconcile_builders import make_pod
 
 KEY = "slicectl.io/ns/web"
+PODS = 10
 
 
 def _pod(i: int, ns: str) -> PodRecord:
@@ -159,15 +160,18 @@ async def test_the_controller_tells_the_queue_which_syncs_waited_for_their_token
             throttled(key)
 
         queue.throttled = record  # type: ignore[method-assign]
-        for i in range(3):  # at 2 QPS the start-up requests left the bucket in debt
+        # A pod every 100 ms asks for a sync (and a write) about as often: at 2 QPS with a
+        # burst of 2 some of them must wait, however fast or slow the server answers.
+        for i in range(PODS):
             await create_pod(c.client, c.namespace, f"web-{i}", f"10.44.1.{i + 1}", {"app": "web"})
+            await asyncio.sleep(0.1)
 
         async def published() -> bool:
             listed = sum(len(s.get("endpoints") or []) for s in
                          await slices_of(c.client, c.namespace, "web"))
-            return listed == 3
+            return listed == PODS
 
-        await wait_until(published, what="3 endpoints")
+        await wait_until(published, what=f"{PODS} endpoints")
     key = selector_key(SLICECTL, c.namespace, "web")
     if qps < 10:
         assert key in reported, "a sync that waited for its token was not passed on"
