@@ -191,6 +191,7 @@ async def run_controller(
     metrics = Metrics()
     client = await KubeClient.connect(opts.kubeconfig, opts.context, opts.client,
                                       on_request=metrics.api_request,
+                                      on_rate_limit=metrics.rate_limited,
                                       insecure_skip_tls_verify=opts.insecure_skip_tls_verify)
     health = HealthServer(metrics, metrics_bind_address=opts.metrics_bind_address,
                           health_probe_bind_address=opts.health_probe_bind_address)

@@ -50,6 +50,7 @@ from slicectl.kube.resources import Resource, request_labels
 from slicectl.kube.watch import MAX_LINE_BYTES, WatchEvent, decode_event, read_lines
 
 RequestHook = Callable[[str, str, int, float], None]  # (verb, resource, status or 0, seconds)
+RateLimitHook = Callable[[bool, float], None]  # (background, seconds waited for a token)
 Guard = Callable[[], None]  # raises to stop a request before it is sent
 
 _log = structlog.get_logger()
@@ -90,11 +91,13 @@ class ClientSettings:
 
 class KubeClient:
     def __init__(
-        self, conn: Connection, settings: ClientSettings, on_request: RequestHook | None
+        self, conn: Connection, settings: ClientSettings, on_request: RequestHook | None,
+        on_rate_limit: RateLimitHook | None = None,
     ) -> None:
         self._conn = conn
         self._settings = settings
         self._on_request = on_request
+        self._on_rate_limit = on_rate_limit
         self._limiter = TokenBucket(settings.qps, settings.burst)
         self._timeout = aiohttp.ClientTimeout(total=settings.request_timeout)
         connector = aiohttp.TCPConnector(limit=settings.burst + 64, ssl=conn.ssl)
@@ -112,11 +115,12 @@ class KubeClient:
         settings: ClientSettings = ClientSettings(),
         on_request: RequestHook | None = None,
         *,
+        on_rate_limit: RateLimitHook | None = None,
         insecure_skip_tls_verify: bool = False,
     ) -> Self:
         conn = await load_connection(kubeconfig, context,
                                      insecure_skip_tls_verify=insecure_skip_tls_verify)
-        return cls(conn, settings, on_request)
+        return cls(conn, settings, on_request, on_rate_limit)
 
     def __repr__(self) -> str:
         return f"KubeClient({self._conn!r})"
@@ -245,7 +249,7 @@ class KubeClient:
         timeout = aiohttp.ClientTimeout(
             total=None, sock_connect=self._settings.request_timeout, sock_read=inactivity_timeout
         )
-        await self._limiter.acquire()
+        await self._take_token(False)
         await self._authorize(headers)
         started = time.monotonic()
         try:
@@ -353,7 +357,7 @@ class KubeClient:
             if prepaid:
                 prepaid = False
             else:
-                await (self._limiter.acquire_spare() if background else self._limiter.acquire())
+                await self._take_token(background)
             await self._authorize(hdrs)
             if guard is not None:
                 guard()
@@ -386,9 +390,19 @@ class KubeClient:
 
     def reserve_token(self) -> float:
         """Take the rate-limit token of a foreground request to come, which then goes out
-        with ``prepaid=True``; the seconds until it may be used. Give back an unused one with
-        :meth:`refund_token`."""
-        return self._limiter.reserve()
+        with ``prepaid=True``; the seconds until it may be used (the caller waits them, and
+        they are reported as waited). Give back an unused one with :meth:`refund_token`."""
+        wait = self._limiter.reserve()
+        if self._on_rate_limit is not None:
+            self._on_rate_limit(False, wait)
+        return wait
+
+    async def _take_token(self, background: bool) -> None:
+        """Wait for a rate-limit token (``background``: only one the bucket can spare)."""
+        started = time.monotonic()
+        await (self._limiter.acquire_spare() if background else self._limiter.acquire())
+        if self._on_rate_limit is not None:
+            self._on_rate_limit(background, time.monotonic() - started)
 
     def refund_token(self) -> None:
         self._limiter.refund()

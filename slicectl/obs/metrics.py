@@ -12,7 +12,8 @@ Naming decisions:
   ``endpoint_slice_controller_syncs_total`` because the Python client always adds it.
 * ``_created`` series are switched off: upstream does not expose them and they double the series.
 * The call sites get small methods with plain arguments, so no layer below ``obs`` imports
-  prometheus_client; :meth:`Metrics.api_request` matches the kube client's ``on_request`` hook.
+  prometheus_client; :meth:`Metrics.api_request` and :meth:`Metrics.rate_limited` match the
+  kube client's ``on_request`` and ``on_rate_limit`` hooks.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ LOOP_LAG_BUCKETS: Final = (
 )
 SYNC_RESULTS: Final = ("success", "stale", "error")
 OPERATIONS: Final = ("create", "update", "delete")
+LANES: Final = ("foreground", "background")
 
 
 class Metrics:
@@ -102,6 +104,12 @@ class Metrics:
         self.api_request_duration = Histogram(
             "slicectl_api_request_duration_seconds", "Kubernetes API request latency by verb",
             ["verb"], buckets=LATENCY_BUCKETS, registry=r)
+        self.rate_limiter_wait = Histogram(
+            "slicectl_rate_limiter_wait_seconds",
+            "Time each API request waited for the client's rate limit (--kube-api-qps, "
+            "--kube-api-burst), by lane: foreground (slice writes, lists, watches) or "
+            "background (status writes, Events: only tokens the foreground can spare)",
+            ["lane"], buckets=LATENCY_BUCKETS, registry=r)
         self.trigger_to_write = Histogram(
             "slicectl_trigger_to_write_seconds",
             "Time from the oldest change a slice write reflects to the write's acknowledgement",
@@ -126,6 +134,8 @@ class Metrics:
             self.syncs.labels(result=result)
         for operation in OPERATIONS:
             self.changes.labels(operation=operation)
+        for lane in LANES:
+            self.rate_limiter_wait.labels(lane=lane)
 
     # -- upstream families -------------------------------------------------------------------
 
@@ -158,6 +168,11 @@ class Metrics:
         """The kube client's ``on_request`` hook: one finished HTTP request."""
         self.api_requests.labels(verb=verb, resource=resource, code=str(code)).inc()
         self.api_request_duration.labels(verb=verb).observe(seconds)
+
+    def rate_limited(self, background: bool, seconds: float) -> None:
+        """The kube client's ``on_rate_limit`` hook: one request's wait for its token (0 when
+        the bucket had one), as client-go's ``rest_client_rate_limiter_duration_seconds``."""
+        self.rate_limiter_wait.labels(lane=LANES[background]).observe(seconds)
 
     def watch_event(self, resource: str, event_type: str) -> None:
         self.watch_events.labels(resource=resource, type=event_type).inc()

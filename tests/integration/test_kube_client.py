@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from slicectl.kube import config, errors
-from slicectl.kube.client import KubeClient
+from slicectl.kube.client import ClientSettings, KubeClient
 from slicectl.kube.resources import NAMESPACES, PODS
 from slicectl.sim.resources import NAMESPACE_TYPE
 from slicectl.sim.server import EmbeddedApiServer
@@ -62,6 +62,29 @@ async def client(
 @pytest.fixture
 def ns(api: Cluster) -> str:
     return api.namespace
+
+
+async def test_rate_limiter_waits_are_reported_per_lane(api: Cluster, ns: str) -> None:
+    waits: list[tuple[bool, float]] = []
+    settings = ClientSettings(qps=4.0, burst=2)
+
+    def hook(background: bool, seconds: float) -> None:
+        waits.append((background, seconds))
+
+    async with await KubeClient.connect(api.kubeconfig, settings=settings,
+                                        on_rate_limit=hook) as c:
+        for _ in range(3):  # a burst of 2: the third request waits for the refill (0.25 s)
+            await c.list(PODS, ns)
+        assert [bg for bg, _ in waits] == [False] * 3
+        assert waits[0][1] < 0.05 and waits[2][1] >= 0.2
+        wait = c.reserve_token()  # the syncer's way: the wait is reported when the token is
+        assert waits[-1] == (False, wait) and wait >= 0.2
+        c.refund_token()
+        waits.clear()
+        # Background requests take only tokens the foreground can spare: here, a full bucket.
+        await c.request("GET", f"/api/v1/namespaces/{ns}/pods", background=True)
+        ((background, waited),) = waits
+        assert background and waited >= 0.2
 
 
 async def test_crud_and_typed_errors(client: KubeClient, ns: str) -> None:

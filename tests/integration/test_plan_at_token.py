@@ -17,6 +17,7 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from slicectl.controller.routing import selector_key
 from slicectl.controller.sync import Syncer
@@ -172,8 +173,16 @@ async def test_the_controller_tells_the_queue_which_syncs_waited_for_their_token
             return listed == PODS
 
         await wait_until(published, what=f"{PODS} endpoints")
+        metrics = running.controller.metrics
+        assert metrics is not None
+        waited = {s.name: s.value for family in text_string_to_metric_families(
+            metrics.render().decode()) for s in family.samples
+            if s.labels.get("lane") == "foreground" and "le" not in s.labels}
     key = selector_key(SLICECTL, c.namespace, "web")
+    assert waited["slicectl_rate_limiter_wait_seconds_count"] >= PODS / 2, "waits not counted"
     if qps < 10:
         assert key in reported, "a sync that waited for its token was not passed on"
+        assert waited["slicectl_rate_limiter_wait_seconds_sum"] >= 1.0, "2 QPS waits not seen"
     else:
         assert reported == [], "a sync that never waited was reported as throttled"
+        assert waited["slicectl_rate_limiter_wait_seconds_sum"] < 0.5

@@ -24,6 +24,7 @@ OWN = {
     "slicectl_sync_duration_seconds": "histogram",
     "slicectl_api_requests": "counter",
     "slicectl_api_request_duration_seconds": "histogram",
+    "slicectl_rate_limiter_wait_seconds": "histogram",
     "slicectl_trigger_to_write_seconds": "histogram",
     "slicectl_leader": "gauge",
     "slicectl_status_writes": "counter",
@@ -102,6 +103,22 @@ def test_hooks_increment() -> None:
     assert s[("slicectl_selectors", ())] == 3
     assert s[("slicectl_pods_cached", ())] == 150_000
     assert s[("slicectl_selectors_cached", ())] == 3
+
+
+def test_rate_limiter_waits_are_observed_per_lane() -> None:
+    m = Metrics()
+    lanes = {lane: (("lane", lane),) for lane in ("foreground", "background")}
+    assert samples(m)[("slicectl_rate_limiter_wait_seconds_count", lanes["background"])] == 0
+    m.rate_limited(False, 0.0)
+    m.rate_limited(False, 0.4)
+    m.rate_limited(True, 2.0)
+    s = samples(m)
+    fg, bg = lanes["foreground"], lanes["background"]
+    assert s[("slicectl_rate_limiter_wait_seconds_count", fg)] == 2
+    assert s[("slicectl_rate_limiter_wait_seconds_bucket", (*fg, ("le", "0.001")))] == 1
+    assert s[("slicectl_rate_limiter_wait_seconds_sum", fg)] == 0.4
+    assert s[("slicectl_rate_limiter_wait_seconds_count", bg)] == 1
+    assert s[("slicectl_rate_limiter_wait_seconds_bucket", (*bg, ("le", "1.0")))] == 0
 
 
 def test_registries_are_independent() -> None:
