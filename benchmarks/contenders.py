@@ -9,9 +9,13 @@ process per scenario, watching only that scenario's namespace, so its CPU second
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from dataclasses import dataclass
+
+import aiohttp
+from prometheus_client.parser import text_string_to_metric_families
 
 from benchmarks.apiserver import cpu_seconds, peak_rss_mb
 from benchmarks.driver import MANAGED_BY, MAX_PER_SLICE
@@ -24,7 +28,9 @@ class Contender:
     batch_period: float | None = None  # None: slicectl's default
     extra: tuple[str, ...] = ()
 
-    def command(self, kubeconfig: str, context: str | None, namespace: str) -> list[str]:
+    def command(self, kubeconfig: str, context: str | None, namespace: str,
+                metrics_port: int | None = None) -> list[str]:
+        """The command line; slicectl serves /metrics on ``metrics_port`` (loopback) if given."""
         where = ["--kubeconfig", kubeconfig] + (["--context", context] if context else [])
         if self.kind == "naive":
             return [sys.executable, "-m", "benchmarks.baselines.naive", *where,
@@ -33,7 +39,8 @@ class Contender:
         cmd = [sys.executable, "-m", "slicectl", "run", *where,
                "--namespace", namespace, "--managed-by", MANAGED_BY,
                "--max-endpoints-per-slice", str(MAX_PER_SLICE),
-               "--metrics-bind-address", "0", "--health-probe-bind-address", "0",
+               "--metrics-bind-address", f"127.0.0.1:{metrics_port}" if metrics_port else "0",
+               "--health-probe-bind-address", "0",
                "--log-level", os.environ.get("BENCH_CONTROLLER_LOG_LEVEL", "warning"),
                "--log-format", "json"]
         if self.batch_period is not None:
@@ -52,12 +59,42 @@ UPSTREAM = Contender("kube-controller-manager", "upstream")
 SWEEP = (0.0, 0.1, 0.25, 0.5, 1.0)
 
 
-class ControllerProcess:
-    """One contender's process; CPU seconds and peak RSS are read from /proc while it runs."""
+def free_port() -> int:
+    """A loopback TCP port nobody listens on now (for a contender's /metrics)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
 
-    def __init__(self, command: list[str], log_path: str) -> None:
+
+class ControllerProcess:
+    """One contender's process; CPU seconds and peak RSS are read from /proc while it runs,
+    and (slicectl's) rate-limit waits from its /metrics."""
+
+    def __init__(self, command: list[str], log_path: str,
+                 metrics_port: int | None = None) -> None:
         self._log = open(log_path, "ab")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(command, stdout=self._log, stderr=subprocess.STDOUT)
+        self.metrics_port = metrics_port
+
+    async def rate_limit_wait(self) -> float | None:
+        """Seconds the controller's foreground requests (slice writes, lists, watches) have
+        waited for its client's rate-limit tokens so far, or None if it does not say."""
+        if self.metrics_port is None:
+            return None
+        try:
+            async with aiohttp.ClientSession() as session, session.get(
+                    f"http://127.0.0.1:{self.metrics_port}/metrics",
+                    timeout=aiohttp.ClientTimeout(total=5)) as resp:
+                text = await resp.text()
+        except (aiohttp.ClientError, OSError, TimeoutError):
+            return None
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if (sample.name == "slicectl_rate_limiter_wait_seconds_sum"
+                        and sample.labels.get("lane") == "foreground"):
+                    return float(sample.value)
+        return None
 
     def alive(self) -> bool:
         return self.proc.poll() is None

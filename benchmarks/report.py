@@ -19,7 +19,8 @@ from typing import Any
 HEADER = ["scenario", "controller", "pod changes", "slice writes c/u/d (watch)",
           "server requests c/u/d (409)", "writes / change", "latency p50 / p99 ms",
           "add p50 / p99 ms", "trigger p50 / p99 ms", "final slices / ideal (s to ideal)",
-          "controller CPU s", "server CPU s", "peak RSS MB", "converge s", "correct"]
+          "controller CPU s", "rate-limit wait s", "server CPU s", "peak RSS MB", "converge s",
+          "correct"]
 
 
 def _ms(summary: dict[str, Any] | None) -> str:
@@ -43,7 +44,8 @@ def cells(r: dict[str, Any]) -> list[str]:
             f"{r['writes_total']} = {w['c']}/{w['u']}/{w['d']}", server,
             _num(r["writes_per_change"], "{:.3f}"), _ms(r["latency_all"]),
             _ms(r["latency"].get("add")), _ms(r["trigger"]), _slices(r),
-            _num(r["controller_cpu_s"]), _num(r["server_cpu_s"]), _num(r["peak_rss_mb"], "{:.0f}"),
+            _num(r["controller_cpu_s"]), _num(r.get("rate_limit_wait_s")),
+            _num(r["server_cpu_s"]), _num(r["peak_rss_mb"], "{:.0f}"),
             _num(r["converge_s"]), "yes" if problems == 0 and r["converge_s"] is not None
             else f"NO ({problems})"]
 

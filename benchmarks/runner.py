@@ -3,10 +3,10 @@
 Per run: a fresh namespace with the scenario's selectors, its prepared pods, then a fresh
 controller process. Once every selector is published and the slices match the pods, the
 counters are read (controller CPU, API server CPU, slice events on the watch, the server's slice
-write requests) and the body runs; after it, the run waits until the slices match the model
-again (``converge``), lets stray writes land, and reads the counters again. The differences are
-the run's figures. Runs happen one after the other, never side by side, so they do not share
-CPU.
+write requests, slicectl's rate-limit waits from its /metrics) and the body runs; after it, the
+run waits until the slices match the model again (``converge``), lets stray writes land, and
+reads the counters again. The differences are the run's figures. Runs happen one after the
+other, never side by side, so they do not share CPU.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any
 
 from benchmarks.apiserver import EmbeddedServer, slice_write_requests
 from benchmarks.baselines.upstream import AttachedProcess, UpstreamPlan
-from benchmarks.contenders import Contender, ControllerProcess
+from benchmarks.contenders import Contender, ControllerProcess, free_port
 from benchmarks.driver import Cluster
 from benchmarks.scenarios import Scenario
 from slicectl.controller import sync as _sync
@@ -89,8 +89,9 @@ async def run_one(ctx: Context, scenario: Scenario, who: Contender) -> dict[str,
             proc = ctx.upstream.start(str(log_path))
             record["note"] = ctx.upstream.note
         else:
-            proc = ControllerProcess(who.command(ctx.kubeconfig, ctx.context, ns),
-                                     str(log_path))
+            port = free_port() if who.kind == "slicectl" else None
+            proc = ControllerProcess(who.command(ctx.kubeconfig, ctx.context, ns, port),
+                                     str(log_path), port)
         selectors = list(scenario.selectors)
         ready = await _until(lambda: c.view.selectors_published(selectors)
                              and c.view.matches(c.model), ctx.converge_limit, proc)
@@ -103,6 +104,7 @@ async def run_one(ctx: Context, scenario: Scenario, who: Contender) -> dict[str,
         events0 = Counter(c.view.events)
         requests0 = await slice_write_requests(ctx.client)
         cpu0 = proc.cpu()
+        waited0 = await proc.rate_limit_wait() if isinstance(proc, ControllerProcess) else None
         server0 = ctx.server.cpu() if ctx.server else None
         t0 = time.time()
         start_slices = c.view.slice_count(selectors)
@@ -116,6 +118,7 @@ async def run_one(ctx: Context, scenario: Scenario, who: Contender) -> dict[str,
         compacted = time.monotonic() - compact_start
         await asyncio.sleep(SETTLE)
         cpu = proc.cpu() - cpu0
+        waited = await proc.rate_limit_wait() if isinstance(proc, ControllerProcess) else None
         server_cpu = ctx.server.cpu() - server0 if ctx.server and server0 is not None else None
         rss = proc.peak_rss_mb()
         events = Counter(c.view.events)
@@ -141,6 +144,7 @@ async def run_one(ctx: Context, scenario: Scenario, who: Contender) -> dict[str,
             "compacted_s": compacted,
             "body_s": body_s,
             "controller_cpu_s": cpu,
+            "rate_limit_wait_s": None if waited is None or waited0 is None else waited - waited0,
             "server_cpu_s": server_cpu,
             "peak_rss_mb": rss,
             "slices": c.view.slice_count(selectors),

@@ -3,14 +3,22 @@
 ``benchmarks.apiserver.slice_write_requests`` reads ``apiserver_request_total`` from /metrics
 with the benchmark's client; the benchmark compares the difference across a run with the
 writes its slice watch saw. Runs on the embedded server and on a real cluster alike.
+
+It also reads how long a slicectl contender waited for its client's rate limit, from the
+contender's own /metrics (``ControllerProcess.rate_limit_wait``).
 """
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
 
 from benchmarks.apiserver import slice_write_requests
+from benchmarks.contenders import ControllerProcess, free_port
 from slicectl.kube.resources import ENDPOINTSLICES
+from slicectl.obs.health import HealthServer
+from slicectl.obs.metrics import Metrics
 from tests.integration.conftest import Cluster
 
 
@@ -34,3 +42,25 @@ async def test_each_kind_of_slice_write_is_counted(api: Cluster) -> None:
     # A real cluster's own controllers may write slices meanwhile: at least ours are counted.
     for kind in ("c", "u", "d"):  # create, update (patch), delete
         assert after[kind] - before[kind] >= 1, (kind, before, after)
+
+
+async def test_a_contenders_rate_limit_waits_are_read_from_its_metrics(tmp_path: Path) -> None:
+    metrics = Metrics()
+    port = free_port()
+    server = HealthServer(metrics, metrics_bind_address=f"127.0.0.1:{port}",
+                          health_probe_bind_address="0")
+    await server.start()
+    proc = ControllerProcess([sys.executable, "-c", "pass"], str(tmp_path / "log"), port)
+    try:
+        assert await proc.rate_limit_wait() == 0.0
+        metrics.rate_limited(False, 1.5)
+        metrics.rate_limited(True, 7.0)  # status writes: not the slice writes' wait
+        assert await proc.rate_limit_wait() == 1.5
+        await server.stop()
+        assert await proc.rate_limit_wait() is None, "no /metrics: no figure, no failure"
+    finally:
+        proc.stop()
+        await server.stop()
+    blind = ControllerProcess([sys.executable, "-c", "pass"], str(tmp_path / "log2"))
+    blind.stop()
+    assert await blind.rate_limit_wait() is None
