@@ -1,7 +1,8 @@
 """The raw Kubernetes REST client: JSON dicts in and out over one pooled aiohttp session.
 
 It decides the wire behaviour every caller shares: the client-side rate limit (one token
-bucket; a watch takes one token for its initial request only), typed errors, 429 handling
+bucket; a watch takes one token for its initial request only; every wait reported through
+``on_rate_limit``, a long foreground one also logged, as client-go does), typed errors, 429 handling
 (sleep for ``Retry-After`` and resend, for every verb, since a 429 was not processed), one
 credential refresh and retry on a 401, lists streamed page by page (watch-cache friendly
 resourceVersion semantics, a paginated restart when a continue token expires, never an
@@ -23,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import contextlib
+import math
 import time
 from collections.abc import AsyncGenerator, Callable, Iterable
 from dataclasses import dataclass
@@ -51,6 +53,10 @@ from slicectl.kube.watch import MAX_LINE_BYTES, WatchEvent, decode_event, read_l
 
 RequestHook = Callable[[str, str, int, float], None]  # (verb, resource, status or 0, seconds)
 RateLimitHook = Callable[[bool, float], None]  # (background, seconds waited for a token)
+# A foreground request that waited this long for a token is logged (client-go logs its
+# "client-side throttling" from 1 s too), at most once per THROTTLE_LOG_EVERY seconds.
+THROTTLE_LOG_AFTER = 1.0
+THROTTLE_LOG_EVERY = 30.0
 Guard = Callable[[], None]  # raises to stop a request before it is sent
 
 _log = structlog.get_logger()
@@ -98,6 +104,7 @@ class KubeClient:
         self._settings = settings
         self._on_request = on_request
         self._on_rate_limit = on_rate_limit
+        self._throttle_logged = -math.inf
         self._limiter = TokenBucket(settings.qps, settings.burst)
         self._timeout = aiohttp.ClientTimeout(total=settings.request_timeout)
         connector = aiohttp.TCPConnector(limit=settings.burst + 64, ssl=conn.ssl)
@@ -393,16 +400,28 @@ class KubeClient:
         with ``prepaid=True``; the seconds until it may be used (the caller waits them, and
         they are reported as waited). Give back an unused one with :meth:`refund_token`."""
         wait = self._limiter.reserve()
-        if self._on_rate_limit is not None:
-            self._on_rate_limit(False, wait)
+        self._waited(False, wait)
         return wait
 
     async def _take_token(self, background: bool) -> None:
         """Wait for a rate-limit token (``background``: only one the bucket can spare)."""
         started = time.monotonic()
         await (self._limiter.acquire_spare() if background else self._limiter.acquire())
+        self._waited(background, time.monotonic() - started)
+
+    def _waited(self, background: bool, seconds: float) -> None:
+        """Report a token's wait; say so in the log when the limit holds foreground requests
+        back for long (background ones wait for spare tokens by design)."""
         if self._on_rate_limit is not None:
-            self._on_rate_limit(background, time.monotonic() - started)
+            self._on_rate_limit(background, seconds)
+        now = time.monotonic()
+        if (not background and seconds >= THROTTLE_LOG_AFTER
+                and now - self._throttle_logged >= THROTTLE_LOG_EVERY):
+            self._throttle_logged = now
+            _log.info("client_side_throttling", waited_s=round(seconds, 3),
+                      qps=self._settings.qps, burst=self._settings.burst,
+                      hint="requests wait for --kube-api-qps/--kube-api-burst, not the API "
+                           "server; raise them if this persists")
 
     def refund_token(self) -> None:
         self._limiter.refund()

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import structlog
 
 from slicectl.kube import config, errors
 from slicectl.kube.client import ClientSettings, KubeClient
@@ -85,6 +86,22 @@ async def test_rate_limiter_waits_are_reported_per_lane(api: Cluster, ns: str) -
         await c.request("GET", f"/api/v1/namespaces/{ns}/pods", background=True)
         ((background, waited),) = waits
         assert background and waited >= 0.2
+
+
+async def test_long_waits_for_the_rate_limit_are_logged_but_not_every_one(
+    api: Cluster, ns: str,
+) -> None:
+    settings = ClientSettings(qps=0.8, burst=1)
+    with structlog.testing.capture_logs() as logs:
+        async with await KubeClient.connect(api.kubeconfig, settings=settings) as c:
+            await c.list(PODS, ns)  # the burst's token
+            await c.list(PODS, ns)  # waits about 1.25 s: said once ...
+            assert c.reserve_token() > 1.0  # ... and not again within THROTTLE_LOG_EVERY
+            c.refund_token()
+    said = [e for e in logs if e["event"] == "client_side_throttling"]
+    assert len(said) == 1, said
+    assert said[0]["waited_s"] >= 1.0 and said[0]["qps"] == 0.8
+    assert "--kube-api-qps" in said[0]["hint"]
 
 
 async def test_crud_and_typed_errors(client: KubeClient, ns: str) -> None:
