@@ -31,8 +31,9 @@ explicit because every one of them prevents a production bug:
   streaming sync that had to wait for its token grows the window to ``STREAM_MAX_WINDOW``
   without waiting for ``STREAM_SYNCS``. The bucket is dry, so writing that key more often
   would only spend the tokens that other keys' writes, and the stream's own last write once
-  it stops, are waiting for (an ``initial`` stream of ten Deployments otherwise keeps the
-  bucket empty to its end, and its last writes queue behind the refill).
+  it stops, are waiting for (in the benchmark's ``initial`` scenario, ten Deployments at
+  once, the bucket is dry from half a second in and the streams' last writes queue behind
+  the refill).
   Any sync at the window's end without such a stream puts the window back to W (a sync
   asked for sooner by something else does not count), and so do a quiet spell as long as
   the grown window and any removal, at once; so replacements (a rollout removes as many as

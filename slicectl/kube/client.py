@@ -2,11 +2,12 @@
 
 It decides the wire behaviour every caller shares: the client-side rate limit (one token
 bucket; a watch takes one token for its initial request only; every wait reported through
-``on_rate_limit``, a long foreground one also logged, as client-go does), typed errors, 429 handling
-(sleep for ``Retry-After`` and resend, for every verb, since a 429 was not processed), one
-credential refresh and retry on a 401, lists streamed page by page (watch-cache friendly
-resourceVersion semantics, a paginated restart when a continue token expires, never an
-unpaginated fallback), and watch streams read line by line with an inactivity watchdog.
+``on_rate_limit``, a long foreground one also logged, as client-go does), typed errors, 429
+handling (sleep for ``Retry-After`` and resend, for every verb, since a 429 was not
+processed), one credential refresh and retry on a 401, lists streamed page by page
+(watch-cache friendly resourceVersion semantics, a paginated restart when a continue token
+expires, never an unpaginated fallback), and watch streams read line by line with an
+inactivity watchdog.
 
 Connection failures are not wrapped: callers see ``aiohttp.ClientError`` / ``OSError`` /
 ``TimeoutError``. A stalled watch raises :class:`~slicectl.kube.errors.WatchStalled`.
