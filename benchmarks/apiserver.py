@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import subprocess
 import sys
 import tempfile
@@ -67,6 +68,14 @@ class EmbeddedServer:
             self.proc.kill()
             self.proc.wait()
         self.tmp.cleanup()
+
+
+def free_port() -> int:
+    """A loopback TCP port nobody listens on now (a contender's /metrics, a kcm's serving port)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
 
 
 def parse_slice_writes(text: str) -> Counter[str]:

@@ -21,10 +21,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.apiserver import free_port
 from benchmarks.baselines.upstream import (
     UPSTREAM_MANAGED_BY,
     UpstreamPlan,
-    free_port,
     kcm_command,
     service_manifest,
 )

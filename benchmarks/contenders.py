@@ -9,7 +9,6 @@ process per scenario, watching only that scenario's namespace, so its CPU second
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -57,14 +56,6 @@ BATCH_ZERO = batch_contender(0.0)
 NAIVE = Contender("naive", "naive")
 UPSTREAM = Contender("kube-controller-manager", "upstream")
 SWEEP = (0.0, 0.1, 0.25, 0.5, 1.0)
-
-
-def free_port() -> int:
-    """A loopback TCP port nobody listens on now (for a contender's /metrics)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 class ControllerProcess:

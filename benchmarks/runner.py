@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.apiserver import EmbeddedServer, slice_write_requests
+from benchmarks.apiserver import EmbeddedServer, free_port, slice_write_requests
 from benchmarks.baselines.upstream import AttachedProcess, UpstreamPlan
-from benchmarks.contenders import Contender, ControllerProcess, free_port
+from benchmarks.contenders import Contender, ControllerProcess
 from benchmarks.driver import Cluster
 from benchmarks.scenarios import Scenario
 from slicectl.controller import sync as _sync

@@ -21,13 +21,12 @@ controllers on one Service would both write its slices:
 from __future__ import annotations
 
 import os
-import socket
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from benchmarks.apiserver import cpu_seconds, peak_rss_mb
+from benchmarks.apiserver import cpu_seconds, free_port, peak_rss_mb
 
 if TYPE_CHECKING:  # benchmarks.contenders imports the driver, which imports this module
     from benchmarks.contenders import ControllerProcess
@@ -113,13 +112,6 @@ def find_shared_kcm(server: str | None, proc: str = "/proc") -> tuple[int, list[
         if kcfg and kubeconfig_server(kcfg) == server and runs_endpointslice(argv):
             return int(entry), argv
     return None
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def kcm_command(binary: str, kubeconfig: str, port: int) -> list[str]:

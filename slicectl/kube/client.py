@@ -415,9 +415,10 @@ class KubeClient:
         back for long (background ones wait for spare tokens by design)."""
         if self._on_rate_limit is not None:
             self._on_rate_limit(background, seconds)
+        if background or seconds < THROTTLE_LOG_AFTER:
+            return
         now = time.monotonic()
-        if (not background and seconds >= THROTTLE_LOG_AFTER
-                and now - self._throttle_logged >= THROTTLE_LOG_EVERY):
+        if now - self._throttle_logged >= THROTTLE_LOG_EVERY:
             self._throttle_logged = now
             _log.info("client_side_throttling", waited_s=round(seconds, 3),
                       qps=self._settings.qps, burst=self._settings.burst,

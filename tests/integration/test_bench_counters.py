@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks.apiserver import slice_write_requests
-from benchmarks.contenders import ControllerProcess, free_port
+from benchmarks.apiserver import free_port, slice_write_requests
+from benchmarks.contenders import ControllerProcess
 from slicectl.kube.resources import ENDPOINTSLICES
 from slicectl.obs.health import HealthServer
 from slicectl.obs.metrics import Metrics
