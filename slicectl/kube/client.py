@@ -2,7 +2,7 @@
 
 It decides the wire behaviour every caller shares: the client-side rate limit (one token
 bucket; a watch takes one token for its initial request only; every wait reported through
-``on_rate_limit``, a long foreground one also logged, as client-go does), typed errors, 429
+``on_rate_limit``, foreground ones that add up also logged), typed errors, 429
 handling (sleep for ``Retry-After`` and resend, for every verb, since a 429 was not
 processed), one credential refresh and retry on a 401, lists streamed page by page
 (watch-cache friendly resourceVersion semantics, a paginated restart when a continue token
@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import builtins
 import contextlib
-import math
 import time
 from collections.abc import AsyncGenerator, Callable, Iterable
 from dataclasses import dataclass
@@ -48,16 +47,12 @@ from slicectl.kube.errors import (
     error_for,
 )
 from slicectl.kube.lean import decode_body, split_list, without_managed_fields
-from slicectl.kube.ratelimit import TokenBucket
+from slicectl.kube.ratelimit import ThrottleTally, TokenBucket
 from slicectl.kube.resources import Resource, request_labels
 from slicectl.kube.watch import MAX_LINE_BYTES, WatchEvent, decode_event, read_lines
 
 RequestHook = Callable[[str, str, int, float], None]  # (verb, resource, status or 0, seconds)
 RateLimitHook = Callable[[bool, float], None]  # (background, seconds waited for a token)
-# A foreground request that waited this long for a token is logged (client-go logs its
-# "client-side throttling" from 1 s too), at most once per THROTTLE_LOG_EVERY seconds.
-THROTTLE_LOG_AFTER = 1.0
-THROTTLE_LOG_EVERY = 30.0
 Guard = Callable[[], None]  # raises to stop a request before it is sent
 
 _log = structlog.get_logger()
@@ -105,7 +100,7 @@ class KubeClient:
         self._settings = settings
         self._on_request = on_request
         self._on_rate_limit = on_rate_limit
-        self._throttle_logged = -math.inf
+        self._throttling = ThrottleTally()  # foreground waits worth a log line
         self._limiter = TokenBucket(settings.qps, settings.burst)
         self._timeout = aiohttp.ClientTimeout(total=settings.request_timeout)
         connector = aiohttp.TCPConnector(limit=settings.burst + 64, ssl=conn.ssl)
@@ -411,17 +406,19 @@ class KubeClient:
         self._waited(background, time.monotonic() - started)
 
     def _waited(self, background: bool, seconds: float) -> None:
-        """Report a token's wait; say so in the log when the limit holds foreground requests
-        back for long (background ones wait for spare tokens by design)."""
+        """Report a token's wait; say so in the log when foreground requests spend long
+        waiting for the limit (:class:`ThrottleTally`; background ones wait for spare tokens
+        by design)."""
         if self._on_rate_limit is not None:
             self._on_rate_limit(background, seconds)
-        if background or seconds < THROTTLE_LOG_AFTER:
+        if background:
             return
-        now = time.monotonic()
-        if now - self._throttle_logged >= THROTTLE_LOG_EVERY:
-            self._throttle_logged = now
-            _log.info("client_side_throttling", waited_s=round(seconds, 3),
-                      qps=self._settings.qps, burst=self._settings.burst,
+        said = self._throttling.add(time.monotonic(), seconds)
+        if said is not None:
+            waited, requests, within = said
+            _log.info("client_side_throttling", waited_s=round(waited, 3), requests=requests,
+                      within_s=round(within, 3), qps=self._settings.qps,
+                      burst=self._settings.burst,
                       hint="requests wait for --kube-api-qps/--kube-api-burst, not the API "
                            "server; raise them if this persists")
 

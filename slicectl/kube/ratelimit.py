@@ -7,13 +7,49 @@ served in arrival order without a lock or a wake-up queue.
 Background work (status writes, Events) must never delay the writes that matter (slices):
 :meth:`TokenBucket.acquire_spare` only takes a token while the bucket holds more than a reserve,
 so under load background requests wait and foreground requests keep the whole budget.
+
+:class:`ThrottleTally` decides when waiting for tokens is worth telling the operator: when the
+waits add up to a second within ``window`` seconds. A single long wait does that, and so do
+the many short ones of workers that all wait for the bucket (five workers at 20 QPS never wait
+more than a quarter of a second each, yet spend the whole time waiting).
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Callable
+
+
+class ThrottleTally:
+    """Adds up waits for tokens; says when they amount to throttling worth a log line."""
+
+    FLOOR = 0.001  # a shorter "wait" is the time a request with a token at hand takes
+
+    def __init__(self, after: float = 1.0, window: float = 10.0, every: float = 30.0) -> None:
+        # ``after`` seconds of waits within ``window`` seconds, said at most once per ``every``
+        self._after, self._window, self._every = after, window, every
+        self._start = -math.inf  # when the current tally began
+        self._waited = 0.0
+        self._requests = 0
+        self._said = -math.inf
+
+    def add(self, now: float, seconds: float) -> tuple[float, int, float] | None:
+        """Count a wait of ``seconds`` reported at ``now``. Once the tally reaches ``after``
+        (and nothing was said for ``every``): (seconds waited, requests, seconds between the
+        first and the last report), and the tally starts again."""
+        if seconds < self.FLOOR:
+            return None
+        if now - self._start > self._window:
+            self._start, self._waited, self._requests = now, 0.0, 0
+        self._waited += seconds
+        self._requests += 1
+        if self._waited < self._after or now - self._said < self._every:
+            return None
+        said = (self._waited, self._requests, now - self._start)
+        self._said, self._start, self._waited, self._requests = now, -math.inf, 0.0, 0
+        return said
 
 
 class TokenBucket:

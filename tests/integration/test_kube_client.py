@@ -96,12 +96,25 @@ async def test_long_waits_for_the_rate_limit_are_logged_but_not_every_one(
         async with await KubeClient.connect(api.kubeconfig, settings=settings) as c:
             await c.list(PODS, ns)  # the burst's token
             await c.list(PODS, ns)  # waits about 1.25 s: said once ...
-            assert c.reserve_token() > 1.0  # ... and not again within THROTTLE_LOG_EVERY
+            assert c.reserve_token() > 1.0  # ... and not again within 30 s
             c.refund_token()
     said = [e for e in logs if e["event"] == "client_side_throttling"]
     assert len(said) == 1, said
-    assert said[0]["waited_s"] >= 1.0 and said[0]["qps"] == 0.8
+    assert said[0]["waited_s"] >= 1.0 and said[0]["requests"] == 1 and said[0]["qps"] == 0.8
     assert "--kube-api-qps" in said[0]["hint"]
+
+
+async def test_short_waits_that_add_up_are_logged_too(api: Cluster, ns: str) -> None:
+    """Workers that each wait a little for every token spend all their time waiting: at
+    10 QPS, twelve requests in a row wait about 0.1 s each, and that is said."""
+    settings = ClientSettings(qps=10.0, burst=1)
+    with structlog.testing.capture_logs() as logs:
+        async with await KubeClient.connect(api.kubeconfig, settings=settings) as c:
+            for _ in range(13):
+                await c.list(PODS, ns)
+    said = [e for e in logs if e["event"] == "client_side_throttling"]
+    assert len(said) == 1, said
+    assert said[0]["waited_s"] >= 1.0 and said[0]["requests"] >= 10
 
 
 async def test_crud_and_typed_errors(client: KubeClient, ns: str) -> None:
