@@ -411,7 +411,7 @@ class KubeClient:
         by design)."""
         if self._on_rate_limit is not None:
             self._on_rate_limit(background, seconds)
-        if background:
+        if background or seconds < ThrottleTally.FLOOR:  # no wait: no clock read either
             return
         said = self._throttling.add(time.monotonic(), seconds)
         if said is not None:
