@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 from slicectl.kube.client import KubeClient
@@ -78,20 +79,26 @@ def free_port() -> int:
         return port
 
 
+def samples(text: str, name: str) -> Iterator[tuple[dict[str, str], float]]:
+    """The (labels, value) of every sample called ``name`` in Prometheus text. A filter on the
+    line's start, not a full parser: a real API server's /metrics runs to megabytes."""
+    prefix = name + "{"
+    for line in text.splitlines():
+        if line.startswith(prefix):
+            labels_text, _, value = line[len(prefix):].rpartition("} ")
+            yield dict(_LABEL.findall(labels_text)), float(value.split()[0])
+
+
 def parse_slice_writes(text: str) -> Counter[str]:
     """EndpointSlice write requests by kind (c/u/d) plus ``409`` from Prometheus text."""
     out: Counter[str] = Counter()
-    for line in text.splitlines():
-        if not line.startswith("apiserver_request_total{"):
-            continue
-        labels_text, _, value = line[len("apiserver_request_total{"):].rpartition("} ")
-        labels = dict(_LABEL.findall(labels_text))
+    for labels, value in samples(text, "apiserver_request_total"):
         kind = WRITE_VERBS.get(labels.get("verb", ""))
         if labels.get("resource") != "endpointslices" or labels.get("subresource") or not kind:
             continue
         if labels.get("dry_run"):
             continue
-        n = int(float(value.split()[0]))
+        n = int(value)
         out[kind] += n
         if labels.get("code") == "409":
             out["409"] += n

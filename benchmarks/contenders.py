@@ -14,9 +14,8 @@ import sys
 from dataclasses import dataclass
 
 import aiohttp
-from prometheus_client.parser import text_string_to_metric_families
 
-from benchmarks.apiserver import cpu_seconds, peak_rss_mb
+from benchmarks.apiserver import cpu_seconds, peak_rss_mb, samples
 from benchmarks.driver import MANAGED_BY, MAX_PER_SLICE
 
 
@@ -80,12 +79,9 @@ class ControllerProcess:
                 text = await resp.text()
         except (aiohttp.ClientError, OSError, TimeoutError):
             return None
-        for family in text_string_to_metric_families(text):
-            for sample in family.samples:
-                if (sample.name == "slicectl_rate_limiter_wait_seconds_sum"
-                        and sample.labels.get("lane") == "foreground"):
-                    return float(sample.value)
-        return None
+        return next((value for labels, value in
+                     samples(text, "slicectl_rate_limiter_wait_seconds_sum")
+                     if labels.get("lane") == "foreground"), None)
 
     def alive(self) -> bool:
         return self.proc.poll() is None

@@ -113,6 +113,11 @@ class _Edge:
         return self.window > self.base
 
     @property
+    def longest(self) -> float:
+        """The longest a growing stream's window gets: ``STREAM_MAX_WINDOW``, or W if longer."""
+        return max(self.base, STREAM_MAX_WINDOW)
+
+    @property
     def pause(self) -> float:
         """How long a growing stream must go without a change to be over: ``STREAM_PAUSE``
         of its average gaps, at least the base window."""
@@ -162,7 +167,7 @@ class _Edge:
         self.changes = 0
         self.streak = self.streak + 1 if streaming else 0
         if self.streak >= STREAM_SYNCS:
-            self.window = min(max(self.base, STREAM_MAX_WINDOW), self.window * STREAM_GROWTH)
+            self.window = min(self.longest, self.window * STREAM_GROWTH)
         elif not streaming:
             self.window = self.base
 
@@ -170,7 +175,7 @@ class _Edge:
         """The key's last sync had to wait for a rate-limit token: if it was a streaming sync
         and nothing was removed since, the stream takes the longest window now."""
         if self.streak > 0 and not self.removal:
-            self.window = max(self.base, STREAM_MAX_WINDOW)
+            self.window = self.longest
             self.streak = max(self.streak, STREAM_SYNCS)
 
 
