@@ -2,11 +2,11 @@
 
 Scenarios: initial, flap, rollout, scale, big-cluster, or ``all``. Every scenario runs slicectl
 with its defaults, slicectl with ``--batch-period 0`` and the naive baseline, one after the
-other, each in its own process; ``flap`` and ``rollout`` add the ``--batch-period`` sweep (0,
-0.1, 0.25, 0.5, 1 s). The API server is the embedded one in a subprocess unless
-``--kubeconfig`` is given. ``DIR`` receives ``results.json``, ``results.md``, PNG plots and
-each controller's log. The exit code is 1 when a run did not converge or its slices ended
-incorrect.
+other, each in its own process; ``initial``, ``flap`` and ``rollout`` add the
+``--batch-period`` sweep (0, 0.1, 0.25, 0.5, 1 s). The API server is the embedded one in a
+subprocess unless ``--kubeconfig`` is given. ``DIR`` receives ``results.json``,
+``results.md``, PNG plots and each controller's log. The exit code is 1 when a run did not
+converge or its slices ended incorrect.
 """
 
 from __future__ import annotations
@@ -69,6 +69,14 @@ def contenders(sweep: bool, chosen: set[str]) -> list[Contender]:
     return out
 
 
+def independent_rates(sizes: Sizes) -> dict[str, float]:
+    """Changes per second per slice of the scenarios whose changes are independent (flap's
+    random flips): the sweep plot draws the curve of writes per change for them. The other
+    sweeps' changes are correlated (a creation stream, a rollout's steps) and the curve does
+    not bound them."""
+    return {"flap": sizes.flap_rate / (sizes.selectors * -(-sizes.pods // MAX_PER_SLICE))}
+
+
 def controller_names(text: str) -> set[str]:
     names = {part.strip() for part in text.split(",") if part.strip()}
     unknown = names - set(CONTENDERS)
@@ -97,7 +105,6 @@ async def run(args: argparse.Namespace) -> int:
         [args.scenario] if args.scenario in SCENARIOS else [])
     rows: list[dict[str, Any]] = []
     others: dict[str, Any] = {}
-    rates: dict[str, float] = {}
     say = print
     host = machine()  # before the run: its load average is the one the run started with
     chosen = set(args.controllers)
@@ -129,9 +136,6 @@ async def run(args: argparse.Namespace) -> int:
                     for name in names:
                         scenario = SCENARIOS[name](sizes)
                         say(f"== {name}: {scenario.describe}")
-                        if scenario.sweep:
-                            slices = len(scenario.selectors) * -(-sizes.pods // MAX_PER_SLICE)
-                            rates[name] = sizes.flap_rate / slices
                         for who in contenders(scenario.sweep, chosen):
                             record = await run_one(ctx, scenario, who)
                             rows.append(record)
@@ -156,7 +160,7 @@ async def run(args: argparse.Namespace) -> int:
             "load_avg_at_end": os.getloadavg()}
     (out / "results.json").write_text(json.dumps(
         {"meta": meta, "runs": rows, "other": others}, indent=1, default=str))
-    pngs = plots(rows, out, rates) if rows else []
+    pngs = plots(rows, out, independent_rates(sizes)) if rows else []
     md = [f"$ {meta['command']}", "", f"cluster: {meta['cluster']}; machine: "
           f"{meta['machine']['cpu']} x {meta['machine']['cores']}; load average at start "
           f"{meta['machine']['load_avg_at_start']}, at the end {meta['load_avg_at_end']}", ""]
@@ -178,8 +182,7 @@ def replot(out: Path) -> int:
     data = json.loads((out / "results.json").read_text())
     rows = data["runs"]
     sizes = Sizes(**data["meta"]["sizes"])
-    rates = {"flap": sizes.flap_rate / (sizes.selectors * -(-sizes.pods // MAX_PER_SLICE))}
-    for p in plots(rows, out, rates):
+    for p in plots(rows, out, independent_rates(sizes)):
         print(p)
     print(table(rows))
     return 0

@@ -5,8 +5,9 @@ Plots (matplotlib, Agg backend, written next to the JSON):
 - ``<scenario>-latency-cdf.png``: the latency CDF of each controller in that scenario;
 - ``<scenario>-slices.png``: slice count over time per controller, with the ideal;
 - ``<scenario>-batch-sweep.png`` (scenarios with the sweep): writes per change and p99 latency
-  against ``--batch-period``, with the curve ``(1 - e^(-rW)) / (rW)`` for independent changes
-  at ``r`` per slice per second, and the latency bound ``W + p99(batch 0)``.
+  against ``--batch-period``; for a scenario of independent changes (flap) also the curve
+  ``(1 - e^(-rW)) / (rW)`` at ``r`` per slice per second and the latency goal
+  ``W + p99(batch 0)``.
 """
 
 from __future__ import annotations
@@ -114,18 +115,21 @@ def plots(rows: list[dict[str, Any]], out: Path, rates: dict[str, float]) -> lis
 
         sweep = sorted((r for r in runs if r["batch_period"] is not None),
                        key=lambda r: r["batch_period"])
-        if len(sweep) >= 2 and scenario in rates:
-            written.append(_sweep_plot(plt, scenario, sweep, rates[scenario], runs, out))
+        if len(sweep) >= 2:
+            written.append(_sweep_plot(plt, scenario, sweep, rates.get(scenario), runs, out))
     return written
 
 
-def _sweep_plot(plt: Any, scenario: str, sweep: list[dict[str, Any]], rate: float,
+def _sweep_plot(plt: Any, scenario: str, sweep: list[dict[str, Any]], rate: float | None,
                 runs: list[dict[str, Any]], out: Path) -> Path:
+    """Writes per change and latency against W; the curve and the latency goal only where
+    ``rate`` gives the scenario's independent changes per slice per second."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.2))
     ws = [r["batch_period"] for r in sweep]
     grid = [max(ws) * i / 100 for i in range(101)]
-    left.plot(grid, [curve(rate, w) for w in grid], color="grey",
-              label=f"(1 - e^(-rW))/(rW), r = {rate:g}/s per slice")
+    if rate is not None:
+        left.plot(grid, [curve(rate, w) for w in grid], color="grey",
+                  label=f"(1 - e^(-rW))/(rW), r = {rate:g}/s per slice")
     left.plot(ws, [r["writes_per_change"] for r in sweep], "o-", label="slicectl, measured")
     extra = [r for r in runs if r["batch_period"] is None and r["writes_per_change"]]
     for i, r in enumerate(extra):
@@ -133,7 +137,10 @@ def _sweep_plot(plt: Any, scenario: str, sweep: list[dict[str, Any]], rate: floa
                      label=f"{r['controller']} ({r['writes_per_change']:.2f})")
     left.set_xlabel("--batch-period W (s)")
     left.set_ylabel("slice writes per change")
-    left.set_ylim(0, max(1.1, *(r["writes_per_change"] or 0 for r in runs)) * 1.05)
+    if rate is not None:
+        left.set_ylim(0, max(1.1, *(r["writes_per_change"] or 0 for r in runs)) * 1.05)
+    else:  # a stream's few writes per change beside the naive baseline's one
+        left.set_yscale("log")
     left.grid(True, alpha=0.3)
     left.legend(fontsize=7)
     p99 = [r["latency_all"]["p99"] * 1000 if r["latency_all"]["p99"] is not None else math.nan
@@ -143,7 +150,7 @@ def _sweep_plot(plt: Any, scenario: str, sweep: list[dict[str, Any]], rate: floa
     base = sweep[0]["latency_all"]["p99"] if sweep[0]["batch_period"] == 0 else None
     right.plot(ws, p99, "o-", label="p99 measured")
     right.plot(ws, p50, "s-", label="p50 measured")
-    if base is not None:
+    if base is not None and rate is not None:  # flap's goal
         right.plot(grid, [(w + base) * 1000 for w in grid], color="grey", linestyle=":",
                    label="goal: W + p99(batch 0)")
     right.set_xlabel("--batch-period W (s)")

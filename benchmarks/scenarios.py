@@ -68,7 +68,7 @@ def initial(s: Sizes) -> Scenario:
         return None
 
     return Scenario("initial", _names(s.selectors), prepare, body,
-                    f"{s.selectors} selectors x {s.pods} pods created and made Ready")
+                    f"{s.selectors} selectors x {s.pods} pods created and made Ready", sweep=True)
 
 
 def flap(s: Sizes) -> Scenario:
