@@ -72,6 +72,7 @@ import contextlib
 import heapq
 import itertools
 import math
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -89,6 +90,7 @@ SETTLE_BURST_GAP = 0.035  # the gap a held sync of STREAM_CHANGES changes or mor
 BUSY_SPACING = 2.0  # a key whose changes come closer than this many windows apart is busy ...
 SPACING_WEIGHT = 0.25  # ... by an average of its gaps that weighs the newest gap this much ...
 SPACING_CAP = 10.0  # ... each gap counted as at most this many windows
+TIMER_SLACK = 0.001  # loop timers keep whole milliseconds: one rung early would find nothing
 _EDGE_PRUNE_EVERY = 1024  # gets between sweeps of the per-key batching state
 _LAST_START_KEEP = 60.0  # seconds a key's last sync start is remembered for ``min_interval``
 
@@ -225,7 +227,9 @@ class WorkQueue:
         self._edges: dict[str, _Edge] = {}  # leading-edge batching state per key
         self._last_start: dict[str, float] = {}  # key -> loop time its last sync started
         self._gets = 0
-        self._wakeup = asyncio.Event()
+        self._waiters: deque[asyncio.Future[None]] = deque()  # workers parked in get()
+        self._timer: asyncio.TimerHandle | None = None  # wakes one of them at ``_timer_due``
+        self._timer_due = math.inf
         self._idle = asyncio.Event()
         self._idle.set()
         self._shutdown = False
@@ -324,12 +328,22 @@ class WorkQueue:
                 raise ShutDown
             got = self.get_nowait()
             if got is not None:
+                if (due := self.next_due()) is not None and due <= self._now():
+                    self._wake_one()  # another key is ready: the next parked worker takes it
                 return got
-            due = self.next_due()
-            timeout = None if due is None else due - self._now()
-            self._wakeup.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wakeup.wait(), timeout)
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            self._arm()
+            try:
+                await waiter
+            except asyncio.CancelledError:
+                if waiter.done() and not waiter.cancelled():
+                    self._wake_one()  # woken and cancelled at once: the wake-up is not lost
+                raise
+            finally:
+                if not waiter.done() or waiter.cancelled():
+                    with contextlib.suppress(ValueError):  # not woken: still parked
+                        self._waiters.remove(waiter)
 
     def get_nowait(self) -> tuple[str, float, float | None] | None:
         """What :meth:`get` returns if a key is ready now (settling included), else None."""
@@ -375,7 +389,10 @@ class WorkQueue:
 
     def shutdown(self) -> None:
         self._shutdown = True
-        self._wakeup.set()
+        if self._timer is not None:
+            self._timer.cancel()
+        while self._waiters:
+            self._wake_one()
 
     # -- introspection ---------------------------------------------------------------------
 
@@ -430,4 +447,35 @@ class WorkQueue:
             return
         self._ready_at[key] = ready
         heapq.heappush(self._heap, (ready, next(self._seq), key))
-        self._wakeup.set()
+        if ready <= self._now():
+            self._wake_one()
+        else:
+            self._arm()
+
+    # One parked worker is woken per key that turns ready, not all of them: a stream's held
+    # syncs are looked at again every few tens of milliseconds (settling, a grown window's
+    # pause), and waking every worker for each look made ten wake-ups per sync.
+
+    def _wake_one(self) -> None:
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+
+    def _arm(self) -> None:
+        """Keep a timer that wakes one parked worker when the next pending key is due."""
+        due = self.next_due()
+        if due is None or not self._waiters:
+            return  # a worker that parks later arms it
+        if self._timer is not None:
+            if self._timer_due <= due:
+                return  # it rings no later than needed; the worker it wakes re-arms
+            self._timer.cancel()
+        self._timer_due = due
+        self._timer = asyncio.get_running_loop().call_later(
+            max(0.0, due - self._now()) + TIMER_SLACK, self._ring)
+
+    def _ring(self) -> None:
+        self._timer, self._timer_due = None, math.inf
+        self._wake_one()

@@ -132,6 +132,57 @@ async def test_shutdown_wakes_waiting_workers() -> None:
         await asyncio.wait_for(getter, timeout=5)
 
 
+async def test_a_key_that_turns_ready_wakes_one_parked_worker_not_all(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    q = WorkQueue()
+    looks = 0
+    look = q.get_nowait
+
+    def counted() -> tuple[str, float, float | None] | None:
+        nonlocal looks
+        looks += 1
+        return look()
+
+    monkeypatch.setattr(q, "get_nowait", counted)
+    workers = [asyncio.create_task(q.get()) for _ in range(5)]
+    await asyncio.sleep(0)
+    assert looks == 5  # each parked after one look
+    q.add("now")
+    await asyncio.sleep(0.01)
+    assert [w.result()[0] for w in workers if w.done()] == ["now"]
+    assert looks == 6, "every parked worker woke for one ready key"
+    q.add("later", 0.03)  # the timer wakes one of the four left, once the key is due
+    await asyncio.sleep(0.1)
+    assert sorted(w.result()[0] for w in workers if w.done()) == ["later", "now"]
+    assert looks == 7
+    q.shutdown()
+    await asyncio.gather(*workers, return_exceptions=True)
+
+
+async def test_a_worker_cancelled_as_it_is_woken_passes_the_key_on() -> None:
+    q = WorkQueue()
+    first = asyncio.create_task(q.get())
+    await asyncio.sleep(0)
+    second = asyncio.create_task(q.get())
+    await asyncio.sleep(0)
+    q.add("a")  # wakes the worker parked first ...
+    first.cancel()  # ... which is cancelled before it runs: the key must not wait for a wake-up
+    key, _, _ = await asyncio.wait_for(second, timeout=1)
+    assert key == "a"
+    with pytest.raises(asyncio.CancelledError):
+        await first
+
+
+async def test_keys_due_together_are_taken_by_as_many_parked_workers() -> None:
+    q = WorkQueue()
+    workers = [asyncio.create_task(q.get()) for _ in range(3)]
+    await asyncio.sleep(0)
+    for key in "abc":
+        q.add(key, 0.02)
+    got = await asyncio.wait_for(asyncio.gather(*workers), timeout=1)
+    assert sorted(k for k, _, _ in got) == ["a", "b", "c"]
+
+
 async def test_wait_idle_returns_once_everything_added_was_processed() -> None:
     q = WorkQueue()
     await asyncio.wait_for(q.wait_idle(), timeout=5)  # a new queue is idle
