@@ -42,6 +42,7 @@ def test_a_sweep_without_independent_changes_is_plotted_without_the_curve(
     import matplotlib.pyplot as plt
 
     seen: list[int] = []
+    close = plt.close
     monkeypatch.setattr(plt, "close", lambda fig: seen.append(_curves()))
     written = plots(_sweep("initial") + _sweep("flap"), tmp_path, {"flap": 0.1})
     names = {p.name for p in written}
@@ -51,7 +52,7 @@ def test_a_sweep_without_independent_changes_is_plotted_without_the_curve(
     # open here, so each count covers every figure drawn so far.
     assert seen[2] == 0, "initial's sweep drew the curve for independent changes"
     assert seen[5] == 1, "flap's sweep lost its curve"
-    plt.close("all")
+    close("all")
 
 
 def test_the_curve_is_one_write_per_change_without_a_window_and_falls_with_it() -> None:
