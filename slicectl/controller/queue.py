@@ -337,13 +337,11 @@ class WorkQueue:
             try:
                 await waiter
             except asyncio.CancelledError:
-                if waiter.done() and not waiter.cancelled():
+                if not waiter.cancelled():
                     self._wake_one()  # woken and cancelled at once: the wake-up is not lost
+                with contextlib.suppress(ValueError):  # cancelled while parked
+                    self._waiters.remove(waiter)
                 raise
-            finally:
-                if not waiter.done() or waiter.cancelled():
-                    with contextlib.suppress(ValueError):  # not woken: still parked
-                        self._waiters.remove(waiter)
 
     def get_nowait(self) -> tuple[str, float, float | None] | None:
         """What :meth:`get` returns if a key is ready now (settling included), else None."""
@@ -391,6 +389,7 @@ class WorkQueue:
         self._shutdown = True
         if self._timer is not None:
             self._timer.cancel()
+            self._timer, self._timer_due = None, math.inf
         while self._waiters:
             self._wake_one()
 

@@ -411,9 +411,9 @@ class KubeClient:
         by design)."""
         if self._on_rate_limit is not None:
             self._on_rate_limit(background, seconds)
-        if background or seconds < ThrottleTally.FLOOR:  # no wait: no clock read either
+        if background:
             return
-        said = self._throttling.add(time.monotonic(), seconds)
+        said = self._throttling.add(seconds)
         if said is not None:
             waited, requests, within = said
             _log.info("client_side_throttling", waited_s=round(waited, 3), requests=requests,

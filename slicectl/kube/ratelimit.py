@@ -27,20 +27,24 @@ class ThrottleTally:
 
     FLOOR = 0.001  # a shorter "wait" is the time a request with a token at hand takes
 
-    def __init__(self, after: float = 1.0, window: float = 10.0, every: float = 30.0) -> None:
+    def __init__(self, after: float = 1.0, window: float = 10.0, every: float = 30.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         # ``after`` seconds of waits within ``window`` seconds, said at most once per ``every``
         self._after, self._window, self._every = after, window, every
+        self._clock = clock
         self._start = -math.inf  # when the current tally began
         self._waited = 0.0
         self._requests = 0
         self._said = -math.inf
 
-    def add(self, now: float, seconds: float) -> tuple[float, int, float] | None:
-        """Count a wait of ``seconds`` reported at ``now``. Once the tally reaches ``after``
-        (and nothing was said for ``every``): (seconds waited, requests, seconds between the
-        first and the last report), and the tally starts again."""
+    def add(self, seconds: float) -> tuple[float, int, float] | None:
+        """Count a wait of ``seconds`` (one under ``FLOOR`` costs not even a clock read).
+        Once the tally reaches ``after`` (and nothing was said for ``every``): (seconds
+        waited, requests, seconds between the first and the last report), and the tally
+        starts again."""
         if seconds < self.FLOOR:
             return None
+        now = self._clock()
         if now - self._start > self._window:
             self._start, self._waited, self._requests = now, 0.0, 0
         self._waited += seconds
