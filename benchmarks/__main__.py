@@ -20,6 +20,7 @@ import platform
 import shlex
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -59,14 +60,19 @@ CONTENDERS = ("defaults", "batch0", "naive", "sweep", "upstream")
 DEFAULT_CONTENDERS = frozenset(CONTENDERS) - {"upstream"}  # upstream only when asked for
 
 
-def contenders(sweep: bool, chosen: set[str]) -> list[Contender]:
-    """The controllers to run: ``chosen`` among CONTENDERS (the sweep only where it applies)."""
+def contenders(sweep: bool, chosen: set[str], slicectl_args: tuple[str, ...] = ()
+               ) -> list[Contender]:
+    """The controllers to run: ``chosen`` among CONTENDERS (the sweep only where it applies),
+    every slicectl among them with ``slicectl_args`` appended (and named in its label)."""
     out = [c for name, c in (("defaults", DEFAULTS), ("batch0", BATCH_ZERO), ("naive", NAIVE),
                              ("upstream", UPSTREAM))
            if name in chosen]
     if sweep and "sweep" in chosen:
         out += [batch_contender(w) for w in SWEEP if w != 0.0]
-    return out
+    if not slicectl_args:
+        return out
+    return [replace(c, label=f"{c.label} {shlex.join(slicectl_args)}",
+                    extra=c.extra + slicectl_args) if c.kind == "slicectl" else c for c in out]
 
 
 def independent_rates(sizes: Sizes) -> dict[str, float]:
@@ -136,7 +142,8 @@ async def run(args: argparse.Namespace) -> int:
                     for name in names:
                         scenario = SCENARIOS[name](sizes)
                         say(f"== {name}: {scenario.describe}")
-                        for who in contenders(scenario.sweep, chosen):
+                        for who in contenders(scenario.sweep, chosen,
+                                              tuple(args.slicectl_arg)):
                             record = await run_one(ctx, scenario, who)
                             rows.append(record)
                             say(table([record]).splitlines()[-1])
@@ -201,6 +208,9 @@ def main() -> int:
     r.add_argument("--controllers", type=controller_names, default=set(DEFAULT_CONTENDERS),
                    help="comma-separated subset of " + ",".join(CONTENDERS)
                    + " (default: all but upstream)")
+    r.add_argument("--slicectl-arg", action="append", default=[], metavar="FLAG",
+                   help="a flag for every slicectl run, appended to its command line "
+                   "(repeatable), e.g. --slicectl-arg=--max-batch-period=500ms")
     r.add_argument("--kcm-binary", default=os.environ.get("SLICECTL_BENCH_KCM"),
                    help="kube-controller-manager binary for the upstream contender, used when "
                    "no kube-controller-manager serving the cluster runs the endpointslice "

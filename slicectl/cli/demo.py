@@ -168,6 +168,7 @@ class _Demo:
                 namespaces=(NAMESPACE,),
                 settings=Settings(a.max_endpoints_per_slice),
                 batch_period=a.batch_period,
+                max_batch_period=a.max_batch_period,
                 status_update_period=STATUS_PERIOD,
             ),
             kubeconfig=srv.kubeconfig_path,

@@ -11,6 +11,8 @@ import argparse
 import re
 from collections.abc import Callable
 
+from slicectl.controller.queue import STREAM_MAX_WINDOW
+
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 _UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
@@ -88,3 +90,9 @@ def add_packing_flags(p: argparse.ArgumentParser) -> None:
                    help="batching window of a selector: a change to a selector quiet that "
                         "long, or an isolated change, is synced at once; a burst waits for "
                         "the window's end (e.g. 100ms)")
+    p.add_argument("--max-batch-period", metavar="DURATION", type=duration(),
+                   default=STREAM_MAX_WINDOW,
+                   help="the longest a selector's window grows to while it keeps gaining pods "
+                        "(a scale-up, a new Deployment): how long such pods may wait, "
+                        "traded against their writes; at or below --batch-period the "
+                        "window never grows (e.g. 1s)")

@@ -159,6 +159,7 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
         selector_apis=apis,
         settings=Settings(args.max_endpoints_per_slice, args.managed_by),
         batch_period=args.batch_period,
+        max_batch_period=args.max_batch_period,
         concurrent_syncs=args.concurrent_syncs,
         status_update_period=args.status_update_period,
         watch_inactivity_timeout=args.watch_inactivity_timeout,

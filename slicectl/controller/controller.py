@@ -36,7 +36,7 @@ from slicectl.cache.informer import Informer
 from slicectl.cache.store import PodStore, Store
 from slicectl.controller.outage import OutageRetries
 from slicectl.controller.publish import StatusPublisher
-from slicectl.controller.queue import ShutDown, WorkQueue
+from slicectl.controller.queue import STREAM_MAX_WINDOW, ShutDown, WorkQueue
 from slicectl.controller.routing import Router
 from slicectl.controller.sync import StaleCache, Syncer, SyncResult
 from slicectl.controller.tracker import SliceTracker
@@ -78,6 +78,7 @@ class ControllerConfig:
     selector_apis: tuple[SelectorRef, ...] = (SLICECTL,)
     settings: Settings = field(default_factory=Settings)
     batch_period: float = 0.1
+    max_batch_period: float = STREAM_MAX_WINDOW  # the longest a growing stream's window gets
     concurrent_syncs: int = 5
     status_update_period: float = 10.0
     watch_timeout: int = 300
@@ -134,7 +135,7 @@ class Controller:
         self._guard = guard_for(self.gate)
         self.metrics = metrics
         self.events = events
-        self.queue = WorkQueue()
+        self.queue = WorkQueue(max_batch=config.max_batch_period)
         self._outage = OutageRetries()  # keys whose syncs failed for the API server's reasons
         self.tracker = SliceTracker()
         self.pods = PodStore()  # the one copy of every pod: pod informers write, indexes read

@@ -21,14 +21,17 @@ explicit because every one of them prevents a production bug:
   A key that keeps *growing* in a stream (before each of
   ``STREAM_SYNCS`` syncs in a row: at least ``STREAM_CHANGES`` changes since the last sync,
   none a removal: a scale-up, an initial creation) gets its window multiplied
-  by ``STREAM_GROWTH`` per further sync, up to ``STREAM_MAX_WINDOW``: its endpoints already
-  serve, and the newcomers cost one write per window instead of one per moment. A grown
+  by ``STREAM_GROWTH`` per further sync, up to the queue's ``max_batch``
+  (``--max-batch-period``, default ``STREAM_MAX_WINDOW``): its endpoints already serve, and
+  the newcomers cost one write per window instead of one per moment. That cap is the
+  latency of a long stream's newcomers (a stream's p99 is the cap plus the server's delay),
+  and its writes go as its inverse. A grown
   window ends early once its stream pauses: a held sync runs once the key has had no change
   for ``STREAM_PAUSE`` of its average gaps (at least W), if that comes before the window's
   end (a stream that goes on has no such pause, and the last newcomers of one that stopped
   gain nothing by waiting for the rest of a long window).
   A stream held back by the client's rate limit is recognised at once (:meth:`throttled`): a
-  streaming sync that had to wait for its token grows the window to ``STREAM_MAX_WINDOW``
+  streaming sync that had to wait for its token grows the window to the cap
   without waiting for ``STREAM_SYNCS``. The bucket is dry, so writing that key more often
   would only spend the tokens that other keys' writes, and the stream's own last write once
   it stops, are waiting for (in the benchmark's ``initial`` scenario, ten Deployments at
@@ -82,7 +85,7 @@ from slicectl.kube.ratelimit import TokenBucket
 STREAM_CHANGES = 3  # changes since the last sync that make it streaming
 STREAM_SYNCS = 3  # streaming syncs in a row (without a removal) that make a stream
 STREAM_GROWTH = 4.0  # a streaming key's window grows by this factor per sync ...
-STREAM_MAX_WINDOW = 1.0  # ... up to this many seconds (or the base window, if that is larger)
+STREAM_MAX_WINDOW = 1.0  # ... up to this many seconds by default (or W, if that is larger)
 STREAM_PAUSE = 8.0  # a stream with no change for this many of its average gaps has stopped
 SETTLE_GAP = 0.02  # a held sync waits while changes still come closer together than this ...
 SETTLE_MAX = 0.1  # ... for at most this long past its due time
@@ -101,6 +104,7 @@ class _Edge:
 
     base: float
     window: float
+    cap: float = STREAM_MAX_WINDOW  # the longest the window grows for a stream
     last_sync: float = -math.inf
     streak: int = 0  # streaming syncs in a row
     removal: bool = False  # a change since the last sync removed or unreadied an endpoint
@@ -116,8 +120,8 @@ class _Edge:
 
     @property
     def longest(self) -> float:
-        """The longest a growing stream's window gets: ``STREAM_MAX_WINDOW``, or W if longer."""
-        return max(self.base, STREAM_MAX_WINDOW)
+        """The longest a growing stream's window gets: the cap, or W if longer."""
+        return max(self.base, self.cap)
 
     @property
     def pause(self) -> float:
@@ -211,8 +215,11 @@ class WorkQueue:
         backoff: Backoff = Backoff(),
         retry_bucket: TokenBucket | None = None,
         clock: Callable[[], float] | None = None,
+        max_batch: float = STREAM_MAX_WINDOW,
     ) -> None:
-        # ``clock``: seconds, the running loop's time unless given (a simulation's own clock)
+        # ``clock``: seconds, the running loop's time unless given (a simulation's own clock);
+        # ``max_batch``: the longest a growing stream's window gets (``--max-batch-period``)
+        self._max_batch = max_batch
         self._now = clock if clock is not None else asyncio.get_running_loop().time
         self._backoff = backoff
         self._bucket = retry_bucket or TokenBucket(10.0, 100)
@@ -262,9 +269,9 @@ class WorkQueue:
         if batch is not None and batch > 0:
             edge = self._edges.get(key)
             if edge is None:
-                edge = self._edges[key] = _Edge(batch, batch)
+                edge = self._edges[key] = _Edge(batch, batch, self._max_batch)
             elif edge.base != batch:
-                edge.base, edge.window = batch, max(batch, min(edge.window, STREAM_MAX_WINDOW))
+                edge.base, edge.window = batch, max(batch, min(edge.window, edge.cap))
             delay = max(delay, edge.change(now, removal))
         elif delay <= 0 and min_interval <= 0 and (edge := self._edges.get(key)) is not None:
             edge.held = False  # asked for at once (a spec change): no settling for a burst

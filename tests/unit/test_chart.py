@@ -128,6 +128,7 @@ def test_every_flag_value_ends_up_in_args() -> None:
         "selectorApis": ALL_APIS,
         "maxEndpointsPerSlice": 250,
         "batchPeriod": "250ms",
+        "maxBatchPeriod": "500ms",
         "concurrentSyncs": 7,
         "kubeApiQps": 45,
         "kubeApiBurst": 90,
@@ -155,6 +156,7 @@ def test_every_flag_value_ends_up_in_args() -> None:
         "--selector-api=gateway.networking.x-k8s.io/v1alpha1",
         "--max-endpoints-per-slice=250",
         "--batch-period=250ms",
+        "--max-batch-period=500ms",
         "--concurrent-syncs=7",
         "--kube-api-qps=45",
         "--kube-api-burst=90",
@@ -223,6 +225,7 @@ def test_service_monitor_is_off_by_default_and_renders_when_enabled() -> None:
         {"selectorApis": ["example.com/v1"]},
         {"selectorApis": []},
         {"batchPeriod": "soon"},
+        {"maxBatchPeriod": "-1s"},
         {"leaderElection": {"enabled": False}},  # 2 replicas would both write
         {"unknownValue": 1},
     ],

@@ -10,6 +10,7 @@ import pytest
 from slicectl.cli.flags import parse_duration
 from slicectl.cli.main import build_parser
 from slicectl.cli.run import options_from_args
+from slicectl.controller.queue import STREAM_MAX_WINDOW
 from slicectl.model.apis import CORE, SLICECTL
 
 
@@ -20,6 +21,7 @@ from slicectl.model.apis import CORE, SLICECTL
         (["--max-endpoints-per-slice", "2000"], "out of range: must be 1..1000"),
         (["--concurrent-syncs", "51"], "out of range: must be 1..50"),
         (["--batch-period", "fast"], "invalid duration"),
+        (["--max-batch-period=-1s"], "invalid duration"),
         (["--kube-api-qps", "-1"], "must be greater than 0"),
         (["--leader-elect", "maybe"], "is not a boolean"),
         (["--selector-api", "example.com/v1"], "invalid choice"),
@@ -57,6 +59,7 @@ def test_flags_map_to_controller_options() -> None:
         "run", "--namespace=a", "--namespace=b", "--namespace=a",
         "--selector-api=slicectl.io/v1alpha1", "--selector-api=discovery.k8s.io/v1alpha1",
         "--max-endpoints-per-slice=250", "--batch-period=1s", "--concurrent-syncs=7",
+        "--max-batch-period=2500ms",
         "--kube-api-qps=50", "--kube-api-burst=80", "--managed-by=me.example.com",
         "--status-update-period=30s", "--leader-elect", "--leader-elect-resource-namespace=ops",
         "--watch-list=false",
@@ -68,7 +71,10 @@ def test_flags_map_to_controller_options() -> None:
     assert c.settings.max_endpoints_per_slice == 250
     assert c.settings.managed_by == "me.example.com"
     assert (c.batch_period, c.concurrent_syncs, c.status_update_period) == (1.0, 7, 30.0)
+    assert c.max_batch_period == 2.5
     assert (opts.client.qps, opts.client.burst) == (50.0, 80)
     assert opts.leader_elect is True and opts.lease_namespace == "ops"
     assert c.watch_list is False
-    assert options_from_args(build_parser().parse_args(["run"])).controller.watch_list is True
+    default = options_from_args(build_parser().parse_args(["run"])).controller
+    assert default.watch_list is True
+    assert default.max_batch_period == STREAM_MAX_WINDOW == 1.0

@@ -431,6 +431,25 @@ async def test_the_queue_passes_a_throttled_sync_to_its_key_only() -> None:
     assert q._edges["a"].window == STREAM_MAX_WINDOW and q._edges["b"].window == 0.1
 
 
+@pytest.mark.parametrize(("cap", "longest"), [(0.3, 0.3), (2.0, 2.0), (0.05, 0.1)])
+async def test_a_stream_grows_up_to_the_queues_max_batch_and_never_past_it(
+        cap: float, longest: float) -> None:
+    q = WorkQueue(max_batch=cap)  # --max-batch-period; at or below the base W: no growth
+    for _ in range(STREAM_CHANGES):
+        q.add("a", batch=0.1)
+    key = (await q.get())[0]
+    q.done(key)
+    q.throttled("a")  # a streaming sync that waited for its token: the longest window at once
+    e = q._edges["a"]
+    assert e.window == pytest.approx(longest)
+    for n in range(10):  # a stream that goes on never grows past it
+        e.changes = STREAM_CHANGES
+        e.synced(100.0 + 10 * n)
+        assert e.window <= longest + 1e-9
+    assert e.window == pytest.approx(longest)
+    assert 0 < e.change(e.last_sync + 0.01, removal=False) <= longest, "held, at most the cap"
+
+
 def test_a_removal_in_the_window_is_no_growing_stream() -> None:
     e = _Edge(0.1, 0.1)
     for n in range(STREAM_SYNCS + 2):
