@@ -18,25 +18,23 @@ explicit because every one of them prevents a production bug:
   to the same slice comes before the window ends, which for a key changing twice a second
   with a 100 ms window is a few percent of the time, while it costs the change up to the
   whole window; the start of a burst (changes milliseconds apart) and a busy key still wait.
-  A key that keeps *growing* in a stream (before each of
-  ``STREAM_SYNCS`` syncs in a row: at least ``STREAM_CHANGES`` changes since the last sync,
-  none a removal: a scale-up, an initial creation) gets its window multiplied
-  by ``STREAM_GROWTH`` per further sync, up to the queue's ``max_batch``
-  (``--max-batch-period``, default ``STREAM_MAX_WINDOW``): its endpoints already serve, and
-  the newcomers cost one write per window instead of one per moment. That cap is the
-  latency of a long stream's newcomers (a stream's p99 is the cap plus the server's delay),
-  and its writes go as its inverse. A grown
-  window ends early once its stream pauses: a held sync runs once the key has had no change
-  for ``STREAM_PAUSE`` of its average gaps (at least W), if that comes before the window's
-  end (a stream that goes on has no such pause, and the last newcomers of one that stopped
-  gain nothing by waiting for the rest of a long window).
+  A key that keeps *growing* in a stream (before each of ``STREAM_SYNCS`` syncs in a row: at
+  least ``STREAM_CHANGES`` changes since the last sync, none a removal: a scale-up, an initial
+  creation) gets its window multiplied by ``STREAM_GROWTH`` per further sync, up to the
+  queue's ``max_batch`` (``--max-batch-period``, default ``STREAM_MAX_WINDOW``): its endpoints
+  already serve, and the newcomers cost one write per window instead of one per moment. That
+  cap is the latency of a long stream's newcomers (a stream's p99 is the cap plus the server's
+  delay), and its writes go as its inverse. A grown window ends early once its stream pauses:
+  a held sync runs once the key has had no change for ``STREAM_PAUSE`` of its average gaps (at
+  least W), if that comes before the window's end (a stream that goes on has no such pause,
+  and the last newcomers of one that stopped gain nothing by waiting for the rest of a long
+  window).
   A stream held back by the client's rate limit is recognised at once (:meth:`throttled`): a
-  streaming sync that had to wait for its token grows the window to the cap
-  without waiting for ``STREAM_SYNCS``. The bucket is dry, so writing that key more often
-  would only spend the tokens that other keys' writes, and the stream's own last write once
-  it stops, are waiting for (in the benchmark's ``initial`` scenario, ten Deployments at
-  once, the bucket is dry from half a second in and the streams' last writes queue behind
-  the refill).
+  streaming sync that had to wait for its token grows the window to the cap without waiting
+  for ``STREAM_SYNCS``. The bucket is dry, so writing that key more often would only spend the
+  tokens that other keys' writes, and the stream's own last write once it stops, are waiting
+  for (in the benchmark's ``initial`` scenario, ten Deployments at once, the bucket is dry
+  from half a second in and the streams' last writes queue behind the refill).
   Any sync at the window's end without such a stream puts the window back to W (a sync
   asked for sooner by something else does not count), and so do a quiet spell as long as
   the grown window and any removal, at once; so replacements (a rollout removes as many as
