@@ -239,3 +239,37 @@ async def test_selector_deletion_leaves_no_slice_and_foreign_slices_untouched(
                                           real=c.real, what="garbage collection of our slices")
         still = await c.client.get(ENDPOINTSLICES, "web-by-someone-else", c.namespace)
         assert still["metadata"]["resourceVersion"] == foreign["metadata"]["resourceVersion"]
+
+
+async def test_a_pod_ip_no_slice_may_list_is_left_out_and_the_rest_still_publish(
+    cluster: Cluster,
+) -> None:
+    """Pod status validation lets a link-local or loopback podIP through; EndpointSlice
+    validation refuses it. Listed, it would get every write to the selector's slices refused,
+    and a healthy pod's readiness flip would never be published."""
+    c = cluster
+    await setup_web(c, pods=2)
+    async with running_controller(options(c.kubeconfig, c.namespace, max_endpoints_per_slice=2)):
+        await wait_until(lambda: endpoint_total_is(c, 2), what="2 endpoints")
+        for name, odd_ip in (("odd-link-local", "169.254.1.1"), ("odd-loopback", "127.0.0.1")):
+            await create_pod(c.client, c.namespace, name, odd_ip, WEB)
+        await set_ready(c.client, c.namespace, "web-0", False)
+
+        async def flip_published() -> bool:
+            for s in await slices_of(c.client, c.namespace, "web"):
+                for ep in s["endpoints"]:
+                    if ep["targetRef"]["name"] == "web-0":
+                        return ep["conditions"]["ready"] is False
+            return False
+
+        await wait_until(flip_published, what="web-0's readiness flip in its slice")
+        listed = {ep["targetRef"]["name"]
+                  for s in await slices_of(c.client, c.namespace, "web") for ep in s["endpoints"]}
+        assert listed == {"web-0", "web-1"}
+        sel = await c.client.get(ESEL, "web", c.namespace)
+        ready = [x for x in sel["status"]["conditions"] if x["type"] == "Ready"]
+        assert ready and ready[0]["status"] == "True", ready
+
+
+async def endpoint_total_is(c: Cluster, want: int) -> bool:
+    return await endpoint_total(c) == want

@@ -9,13 +9,14 @@ import pytest
 from slicectl.model.parse import (
     ParseError,
     canonical_ip,
+    endpoint_ip,
     parse_node,
     parse_pod,
     parse_selector,
     parse_slice,
     parse_version,
 )
-from slicectl.model.parse.objects import _fast_endpoint, _slice_endpoint
+from slicectl.model.parse.objects import _checked_pod, _fast_endpoint, _fast_pod, _slice_endpoint
 from slicectl.model.records import (
     ContainerPort,
     Endpoint,
@@ -95,6 +96,34 @@ class TestCanonicalIP:
         assert canonical_ip(raw) is None
 
 
+class TestEndpointIp:
+    """The addresses the discovery validation's ValidateEndpointIP refuses (Go's net.IP
+    IsUnspecified, IsLoopback, IsLinkLocalUnicast, IsLinkLocalMulticast)."""
+
+    @pytest.mark.parametrize(
+        "raw",
+        ["0.0.0.0", "127.0.0.1", "127.255.0.9", "169.254.1.1", "169.254.169.254", "224.0.0.5",
+         "224.0.0.255", "::", "::1", "fe80::1", "FEBF::1", "ff02::1", "ff12::1", "ff32::fb",
+         "::ffff:127.0.0.1", "::ffff:169.254.0.1", "0127.0.0.1"],
+    )
+    def test_refused(self, raw: str) -> None:
+        assert canonical_ip(raw) is not None
+        assert endpoint_ip(raw) is None
+
+    @pytest.mark.parametrize(
+        ("raw", "want"),
+        [("10.0.0.1", "10.0.0.1"), ("0.1.2.3", "0.1.2.3"), ("128.0.0.1", "128.0.0.1"),
+         ("169.253.255.255", "169.253.255.255"), ("224.0.1.1", "224.0.1.1"),
+         ("fec0::1", "fec0::1"), ("ff05::2", "ff05::2"), ("ff01::1", "ff01::1"),
+         ("::ffff:010.0.0.1", "10.0.0.1"), ("FD00::0001", "fd00::1")],
+    )
+    def test_kept(self, raw: str, want: str) -> None:
+        assert endpoint_ip(raw) == want
+
+    def test_invalid_is_none(self) -> None:
+        assert endpoint_ip("bogus") is None and endpoint_ip(None) is None
+
+
 class TestPod:
     def test_full(self) -> None:
         pod = parse_pod(pod_json())
@@ -116,6 +145,25 @@ class TestPod:
             {"ip": "bogus"}, {"ip": "010.0.0.1"}, {"ip": "10.0.0.1"}, "notanobject", {}
         ]
         assert parse_pod(raw).pod_ips == ("10.0.0.1",)
+
+    @pytest.mark.parametrize(
+        ("ips", "want"),
+        [
+            (["169.254.1.1"], ()),
+            (["127.0.0.1"], ()),
+            (["0.0.0.0"], ()),
+            (["224.0.0.5", "10.0.0.7"], ("10.0.0.7",)),
+            (["10.0.0.1", "fe80::1"], ("10.0.0.1",)),
+            (["0.1.2.3"], ("0.1.2.3",)),
+            (["10.0.0.1"], ("10.0.0.1",)),
+        ],
+    )
+    def test_ips_no_slice_may_list_are_dropped(self, ips: list[str], want: tuple[str, ...]) -> None:
+        raw = pod_json()
+        raw["status"]["podIPs"] = [{"ip": ip} for ip in ips]
+        assert parse_pod(raw).pod_ips == want
+        fast = _fast_pod(raw)
+        assert fast is None or fast == _checked_pod(raw), "the fast parse agrees or defers"
 
     def test_not_ready_and_terminating(self) -> None:
         raw = pod_json()

@@ -4,7 +4,8 @@ EndpointSlices and EndpointSelectors.
 It decides what a malformed object is: an object whose identity (``metadata.name``,
 ``namespace``, ``uid``) is missing or whose containers have the wrong JSON types raises
 :class:`ParseError` (the cache logs it once and skips the object). Bad pieces inside an otherwise
-good object degrade instead: an unparsable pod IP is dropped, an unnamed or out-of-range
+good object degrade instead: an unparsable pod IP is dropped (and so is one no EndpointSlice
+may list, such as loopback or link-local), an unnamed or out-of-range
 container port is ignored. An EndpointSelector with an invalid *spec* never raises; its record
 carries ``error`` so the controller can report it (``Ready=False``) and keep serving the others.
 Pod IPs are canonicalised here, once, the way upstream's ``ParseIPSloppy`` + ``String()`` would.
@@ -15,6 +16,7 @@ from slicectl.model.parse.common import (
     ParseError,
     canonical_ip,
     dns_label_error,
+    endpoint_ip,
     iana_svc_name_error,
     is_dns_subdomain,
 )
@@ -26,6 +28,7 @@ __all__ = [
     "ParseError",
     "canonical_ip",
     "dns_label_error",
+    "endpoint_ip",
     "iana_svc_name_error",
     "is_dns_subdomain",
     "parse_node",

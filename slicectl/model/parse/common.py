@@ -1,5 +1,5 @@
 """Shared pieces of the parsers: the error type, strict JSON-shape helpers, name validators and
-IP canonicalisation.
+IP canonicalisation (and which IPs an EndpointSlice may carry).
 
 The helpers raise :class:`ParseError` for a structural type error (an object where a list is
 expected), which makes the whole object unusable; callers decide which pieces may degrade instead.
@@ -136,3 +136,25 @@ def canonical_ip(text: Any) -> str | None:
         return None
     mapped = addr.ipv4_mapped
     return str(mapped) if mapped is not None else addr.compressed
+
+
+def endpoint_ip(text: Any) -> str | None:
+    """``text`` in canonical form if an EndpointSlice may list it, else None.
+
+    The API server refuses a slice whose addresses include an unspecified, loopback, link-local
+    unicast or link-local multicast address (``ValidateEndpointIP`` in the discovery
+    validation), while a pod's status may carry one (a host-network pod on a node with such an
+    address, a virtual kubelet reporting 127.0.0.1). Listing it would get every write to that
+    selector's slices refused, the other pods' changes with them, so such an IP is left out as
+    an invalid one is.
+    """
+    ip = canonical_ip(text)
+    if ip is None:
+        return None
+    addr = ipaddress.ip_address(ip)
+    if addr.is_unspecified or addr.is_loopback or addr.is_link_local:
+        return None
+    packed = addr.packed
+    if addr.version == 4:  # Go's IsLinkLocalMulticast: 224.0.0.0/24, ffX2::/16
+        return None if packed[:3] == b"\xe0\x00\x00" else ip
+    return None if packed[0] == 0xFF and packed[1] & 0x0F == 0x02 else ip

@@ -1,6 +1,7 @@
 """Pods, Nodes and EndpointSlices from their API JSON.
 
-Pods keep only what decides an endpoint: IPs (canonical, invalid ones dropped), readiness,
+Pods keep only what decides an endpoint: IPs (canonical; invalid ones, and those no
+EndpointSlice may list, such as loopback or link-local, dropped), readiness,
 deletion, node, hostname/subdomain and the named container ports in lookup order (containers,
 then restartable init containers), plus the Ready condition's lastTransitionTime. Slices keep
 what decides whether a write is needed.
@@ -21,7 +22,7 @@ from typing import Any
 
 from slicectl.model.parse.common import (
     ParseError,
-    canonical_ip,
+    endpoint_ip,
     identity,
     integer,
     list_of,
@@ -73,6 +74,10 @@ _PORTS_MAX = 4096
 _NO_LABELS = SharedLabels()
 _intern = sys.intern
 _pton, _ntop, _AF_INET = socket.inet_pton, socket.inet_ntop, socket.AF_INET
+# IPv4 prefixes of the addresses an EndpointSlice may not list (unspecified, loopback,
+# link-local, link-local multicast), and of a few it may: the fast parse leaves them all to
+# the checked one
+_MAYBE_SPECIAL = ("0.", "127.", "169.254.", "224.0.0.")
 
 
 def shared_labels(value: Any, what: str) -> Mapping[str, str]:
@@ -187,6 +192,8 @@ def _fast_pod(raw: Any) -> PodRecord | None:
                     return None
             except OSError:
                 return None
+            if ip.startswith(_MAYBE_SPECIAL):
+                return None  # perhaps no endpoint address: the checked parse decides
             if ip not in ips:
                 ips.append(ip)
     ready, ready_transition = False, None
@@ -237,7 +244,7 @@ def _checked_pod(raw: Any) -> PodRecord:
     status = obj(raw.get("status"), f"{label} status")
     ips: list[str] = []
     for entry in list_of(status.get("podIPs"), f"{label} status.podIPs"):
-        ip = canonical_ip(entry.get("ip")) if isinstance(entry, Mapping) else None
+        ip = endpoint_ip(entry.get("ip")) if isinstance(entry, Mapping) else None
         if ip is not None and ip not in ips:
             ips.append(ip)
     ready, ready_transition = False, None
