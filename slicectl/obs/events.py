@@ -12,8 +12,10 @@ Decisions, following client-go's ``tools/events`` broadcaster and its spam filte
   new event over the limit is dropped; a series increment waits for the next flush.
 * Recording is fire-and-forget: :meth:`EventRecorder.event` is synchronous, never raises and
   never waits for the API; write errors are logged at debug level.
-* Field limits of the API validation are applied (reason/action 128, note 1024 bytes,
-  reportingInstance 128) instead of losing the event to a 422.
+* Field limits of the API validation are applied (reason/action 128, note 1024,
+  reportingInstance 128, all in UTF-8 bytes as the server counts them; the Event's name at
+  most 253 characters however long the regarding object's name) instead of losing the event
+  to a 422.
 """
 
 from __future__ import annotations
@@ -39,6 +41,21 @@ NORMAL = "Normal"
 WARNING = "Warning"
 NOTE_LIMIT = 1024
 FIELD_LIMIT = 128
+NAME_LIMIT = 253  # an Event's name is a DNS subdomain
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` UTF-8 bytes (the server's ``len``), whole characters."""
+    raw = text.encode()
+    return text if len(raw) <= limit else raw[:limit].decode("utf-8", "ignore")
+
+
+def event_name(regarding_name: str, now_ns: int) -> str:
+    """``<regarding name>.<time in hex>`` as client-go names Events, the name cut short enough
+    for the whole to stay a valid DNS subdomain (a selector's name may be 253 characters)."""
+    suffix = f".{now_ns:x}"
+    prefix = regarding_name[: NAME_LIMIT - len(suffix)].rstrip(".-")
+    return f"{prefix or 'event'}{suffix}"
 
 
 def selector_reference(selector: SelectorRecord) -> dict[str, str]:
@@ -79,7 +96,7 @@ class EventRecorder:
     ) -> None:
         self._client = client
         self.component = component
-        self.instance = (reporting_instance or socket.gethostname())[:FIELD_LIMIT]
+        self.instance = clip(reporting_instance or socket.gethostname(), FIELD_LIMIT)
         self._window = series_window
         self._interval = series_interval
         self._burst = burst
@@ -100,7 +117,7 @@ class EventRecorder:
     ) -> None:
         """Record an event about ``regarding``; returns at once, never raises."""
         try:
-            self._record(regarding, event_type, reason, note[:NOTE_LIMIT], action)
+            self._record(regarding, event_type, reason, clip(note, NOTE_LIMIT), action)
         except Exception:  # an event must never break the caller
             log.debug("recording event failed", exc_info=True)
 
@@ -139,8 +156,8 @@ class EventRecorder:
             "eventTime": micro_time(),
             "reportingController": self.component,
             "reportingInstance": self.instance,
-            "action": action[:FIELD_LIMIT],
-            "reason": reason[:FIELD_LIMIT],
+            "action": clip(action, FIELD_LIMIT),
+            "reason": clip(reason, FIELD_LIMIT),
             "note": note,
             "type": event_type,
             "regarding": {k: v for k, v in regarding.items() if v},
@@ -179,8 +196,7 @@ class EventRecorder:
 
     async def _create(self, series: _Series) -> None:
         body = series.body
-        regarding_name = body["regarding"].get("name", "event")
-        body["metadata"]["name"] = f"{regarding_name}.{time.time_ns():x}"
+        body["metadata"]["name"] = event_name(body["regarding"].get("name", ""), time.time_ns())
         await self._client.create(EVENTS, body, body["metadata"]["namespace"],
                                       background=True)
         series.created = True

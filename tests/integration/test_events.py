@@ -52,6 +52,25 @@ async def test_event_is_created_with_required_fields(api: Cluster) -> None:
     assert "series" not in ev
 
 
+async def test_limits_are_kept_in_bytes_and_a_long_name_still_makes_a_valid_event(
+    api: Cluster,
+) -> None:
+    """The server counts note/reason/action in UTF-8 bytes, and an Event's name is a DNS
+    subdomain of at most 253 characters while a selector's own name may be that long (too long
+    for its slice label: exactly the selector that needs its InvalidSpec Warning)."""
+    recorder = EventRecorder(api.client, reporting_instance="slicectl-0")
+    long_name = "b" * 200 + "-" + "c" * 52  # 253 characters, a '-' where the cut falls
+    recorder.event(regarding(api.namespace, name=long_name), WARNING, "Grüße" * 40,
+                   "é" * 1500, action="Ä" * 100)
+    await recorder.flush()
+    [ev] = await events(api)
+    assert ev["regarding"]["name"] == long_name
+    assert len(ev["metadata"]["name"]) <= 253 and ev["metadata"]["name"].startswith("b" * 200)
+    assert ev["note"] == "é" * 512  # 1024 bytes
+    assert len(ev["reason"].encode()) <= 128 and ev["reason"].startswith("Grüße")
+    assert ev["action"] == "Ä" * 64
+
+
 async def test_repeats_become_one_event_with_a_series(api: Cluster) -> None:
     sent = api.requests
     recorder = EventRecorder(api.client, reporting_instance="slicectl-0")
