@@ -65,7 +65,7 @@ async def test_pod_field_selectors(raw: Raw) -> None:
     await raw.request("POST", PODS, pod("on-a", node="node-a"))
     await raw.request("POST", PODS, pod("on-b", node="node-b"))
     await raw.request("PATCH", PODS + "/on-b/status", {"status": {
-        "phase": "Running", "podIP": "10.0.0.9", "podIPs": [{"ip": "10.0.0.2"}]}},
+        "phase": "Running", "podIPs": [{"ip": "10.0.0.2"}, {"ip": "fd00::2"}]}},
         content_type=STATUS)
     assert await _names(raw, fieldSelector="spec.nodeName=node-a") == ["on-a"]
     assert await _names(raw, fieldSelector="spec.host==node-a") == ["on-a"]  # old name
@@ -73,7 +73,7 @@ async def test_pod_field_selectors(raw: Raw) -> None:
         "on-b"]
     # status.podIP is the first of status.podIPs, as the registry's selectable fields say
     assert await _names(raw, fieldSelector="status.podIP=10.0.0.2") == ["on-b"]
-    assert await _names(raw, fieldSelector="status.podIP=10.0.0.9") == []
+    assert await _names(raw, fieldSelector="status.podIP=fd00::2") == []
     assert await _names(raw, fieldSelector="spec.hostNetwork=false") == ["on-a", "on-b"]
     assert await _names(raw, fieldSelector="status.nominatedNodeName=") == ["on-a", "on-b"]
 

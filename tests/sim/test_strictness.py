@@ -1,5 +1,5 @@
 """Writes a real server refuses or treats differently: generated names, pod spec immutability,
-renames, and when an EndpointSlice's generation moves."""
+renames, the pod IP fields' v1 conversion, and when an EndpointSlice's generation moves."""
 
 from __future__ import annotations
 
@@ -60,6 +60,28 @@ async def test_status_writes_are_not_spec_updates(raw: Raw) -> None:
     code, _, _ = await raw.request("PATCH", PODS + "/p/status", {"status": {"phase": "Running"}},
                                    content_type=MERGE)
     assert code == 200
+
+
+async def test_pod_ip_fields_go_through_the_v1_conversion(raw: Raw) -> None:
+    """podIP alone becomes podIPs; a podIP that disagrees with podIPs[0] wins; podIP is
+    given back as podIPs[0] (Convert_v1_PodStatus_To_core_PodStatus and back)."""
+    await raw.request("POST", PODS, pod("p", node="node-a"))
+
+    async def status(patch: dict[str, Any]) -> dict[str, Any]:
+        code, body, _ = await raw.request("PATCH", PODS + "/p/status", {"status": patch},
+                                          content_type=MERGE)
+        assert code == 200, body
+        got: dict[str, Any] = body["status"]
+        return got
+
+    got = await status({"podIP": "10.0.0.9", "hostIP": "192.168.0.2"})
+    assert got["podIPs"] == [{"ip": "10.0.0.9"}] and got["hostIPs"] == [{"ip": "192.168.0.2"}]
+    got = await status({"podIPs": [{"ip": "10.0.0.7"}, {"ip": "fd00::7"}]})
+    assert got["podIPs"] == [{"ip": "10.0.0.9"}]  # the stored podIP disagreed, and won
+    got = await status({"podIP": "10.0.0.7", "podIPs": [{"ip": "10.0.0.7"}, {"ip": "fd00::7"}]})
+    assert got["podIPs"] == [{"ip": "10.0.0.7"}, {"ip": "fd00::7"}] and got["podIP"] == "10.0.0.7"
+    _, body, _ = await raw.request("GET", PODS + "/p")
+    assert body["status"]["podIPs"][1] == {"ip": "fd00::7"}
 
 
 async def test_patch_or_put_that_renames_is_400(raw: Raw) -> None:

@@ -15,6 +15,8 @@ ES = ResourceType("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", T
 POD = ResourceType("", "v1", "pods", "Pod", True, definition="io.k8s.api.core.v1.Pod")
 NS = ResourceType("", "v1", "namespaces", "Namespace", False,
                   definition="io.k8s.api.core.v1.Namespace")
+EVENT = ResourceType("events.k8s.io", "v1", "events", "Event", True,
+                     definition="io.k8s.api.events.v1.Event")
 CRD = ResourceType(
     "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False,
     definition="io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition")
@@ -106,6 +108,11 @@ def test_endpointslice_address_type() -> None:
     ("IPv4", "0.0.0.0", "may not be unspecified (0.0.0.0)"),
     ("IPv6", "10.0.0.1", "must be a valid IPv6 address"),
     ("IPv6", "::1", "may not be in the loopback range (127.0.0.0/8, ::1/128)"),
+    ("IPv6", "::ffff:10.0.0.1", "must be a valid IPv6 address"),  # its To4() is not nil
+    ("IPv4", "224.0.0.251", "may not be in the link-local multicast range (224.0.0.0/24, "
+                            "ff02::/10)"),
+    ("IPv6", "ff12::1", "may not be in the link-local multicast range (224.0.0.0/24, "
+                        "ff02::/10)"),  # Go's IsLinkLocalMulticast: ffX2::/16, any flags
     ("FQDN", "nodots", "should be a domain with at least two segments separated by dots"),
 ])
 def test_endpoint_addresses(address_type: str, address: str, message: str) -> None:
@@ -153,6 +160,53 @@ def test_endpointslice_defaults_port_protocol() -> None:
     obj = slice_(ports=[{"port": 80}])
     apply_defaults(ES, obj)
     assert obj["ports"] == [{"port": 80, "protocol": "TCP", "name": ""}]
+
+
+def event_(**overrides: Any) -> dict[str, Any]:
+    obj: dict[str, Any] = {
+        "metadata": {"name": "web.18a", "namespace": "ns"},
+        "eventTime": "2026-01-01T00:00:00.000000Z", "reportingController": "slicectl",
+        "reportingInstance": "slicectl-0", "action": "Reconcile", "reason": "InvalidSpec",
+        "note": "n", "type": "Warning",
+        "regarding": {"kind": "EndpointSelector", "namespace": "ns", "name": "web"},
+    }
+    obj.update(overrides)
+    return obj
+
+
+def test_valid_event() -> None:
+    assert validate(EVENT, event_(), None) == []
+    series = {"count": 2, "lastObservedTime": "2026-01-01T00:00:01.000000Z"}
+    assert validate(EVENT, event_(series=series), event_()) == []
+
+
+@pytest.mark.parametrize(("overrides", "want"), [
+    ({"note": "é" * 513}, ("message", "FieldValueInvalid")),  # 1026 bytes: Go's len
+    ({"reason": "R" * 129}, ("reason", "FieldValueInvalid")),
+    ({"action": "Ä" * 65}, ("action", "FieldValueInvalid")),
+    ({"reportingInstance": "i" * 129}, ("reportingInstance", "FieldValueInvalid")),
+    ({"reason": ""}, ("reason", "FieldValueRequired")),
+    ({"reportingController": "not qualified!"}, ("reportingController", "FieldValueInvalid")),
+    ({"type": None}, ("type", "FieldValueInvalid")),
+    ({"eventTime": None}, ("eventTime", "FieldValueRequired")),
+    ({"series": {"count": 1, "lastObservedTime": "2026-01-01T00:00:00.000000Z"}},
+     ("series.count", "FieldValueInvalid")),
+    ({"series": {"count": 2}}, ("series.lastObservedTime", "FieldValueRequired")),
+    ({"deprecatedCount": 3}, ("deprecatedCount", "FieldValueInvalid")),
+    ({"regarding": {"kind": "Node", "name": "n1"}},
+     ("involvedObject.namespace", "FieldValueInvalid")),
+])
+def test_event_rules_of_a_real_server(overrides: dict[str, Any], want: tuple[str, str]) -> None:
+    """ValidateEventCreate and legacyValidateEvent (pkg/apis/core/validation/events.go)."""
+    assert want in fields(validate(EVENT, event_(**overrides), None))
+
+
+def test_event_update_may_only_move_its_series() -> None:
+    old = event_()
+    assert fields(validate(EVENT, event_(note="other"), old)) == [("note", "FieldValueInvalid")]
+    bad_series = {"count": 1, "lastObservedTime": "2026-01-01T00:00:01.000000Z"}
+    assert ("series.count", "FieldValueInvalid") in fields(
+        validate(EVENT, event_(series=bad_series), old))
 
 
 def test_object_meta_rules() -> None:

@@ -66,7 +66,7 @@ def validate(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None,
     elif key == ("", "Event"):
         causes.extend(kinds.validate_core_event(obj))
     elif key == ("events.k8s.io", "Event"):
-        causes.extend(kinds.validate_events_v1(obj))
+        causes.extend(kinds.validate_events_v1(obj, old))
     return causes
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from slicectl.sim.validation import errors as e
-from slicectl.sim.validation.names import dns1123_label_errors
+from slicectl.sim.validation.names import dns1123_label_errors, go_len, qualified_name_errors
 
 
 def validate_pod(obj: dict[str, Any]) -> list[e.Cause]:
@@ -62,20 +62,80 @@ def validate_core_event(obj: dict[str, Any]) -> list[e.Cause]:
     return []
 
 
-def validate_events_v1(obj: dict[str, Any]) -> list[e.Cause]:
-    causes = [e.required(field) for field in
-              ("eventTime", "reportingController", "reportingInstance", "action", "reason")
-              if not obj.get(field)]
-    note = obj.get("note")
-    if isinstance(note, str) and len(note) > 1024:
-        causes.append(e.too_long("note", 1024))
-    if obj.get("type") not in (None, "Normal", "Warning"):
-        causes.append(e.not_supported("type", obj.get("type"), ["Normal", "Warning"]))
+# ValidateEventCreate / ValidateEventUpdate of pkg/apis/core/validation/events.go, for writes
+# through events.k8s.io/v1; lengths are Go's len (UTF-8 bytes), paths the internal field names
+EVENT_LIMITS = (("reportingInstance", "reportingInstance", 128), ("action", "action", 128),
+                ("reason", "reason", 128))
+EVENT_NOTE_LIMIT = 1024
+EVENT_IMMUTABLE = ("regarding", "reason", "note", "deprecatedSource",
+                   "deprecatedFirstTimestamp", "deprecatedLastTimestamp", "deprecatedCount",
+                   "type", "eventTime", "action", "related", "reportingController",
+                   "reportingInstance")
+
+
+def validate_events_v1(obj: dict[str, Any], old: dict[str, Any] | None = None) -> list[e.Cause]:
+    causes = _legacy_event(obj)
+    if old is not None:
+        if obj.get("series") != old.get("series"):
+            causes.extend(_event_series(obj))
+        causes.extend(e.invalid(f, obj.get(f), "field is immutable")
+                      for f in EVENT_IMMUTABLE if obj.get(f) != old.get(f))
+        return causes
+    causes.extend(_event_series(obj))
+    if not obj.get("eventTime"):
+        causes.append(e.required("eventTime"))
+    if obj.get("type") not in ("Normal", "Warning"):
+        causes.append(e.invalid("type", "", f"has invalid value: {obj.get('type') or ''}"))
+    for f in ("deprecatedFirstTimestamp", "deprecatedLastTimestamp", "deprecatedCount",
+              "deprecatedSource"):
+        if obj.get(f):
+            causes.append(e.invalid(f, "", "needs to be unset"))
+    return causes
+
+
+def _legacy_event(obj: dict[str, Any]) -> list[e.Cause]:
+    """``legacyValidateEvent`` for an event with an eventTime (every events.k8s.io/v1 one)."""
+    causes: list[e.Cause] = []
+    raw = obj.get("regarding")
+    regarding = raw if isinstance(raw, dict) else {}
+    namespace = (obj.get("metadata") or {}).get("namespace")
+    if not regarding.get("namespace") and namespace not in ("default", "kube-system"):
+        causes.append(e.invalid("involvedObject.namespace", "", "does not match event.namespace"))
+    controller = obj.get("reportingController")
+    if not controller:
+        causes.append(e.required("reportingController"))
+    else:
+        causes.extend(e.invalid("reportingController", controller, m)
+                      for m in qualified_name_errors(str(controller)))
+    for field, path, limit in EVENT_LIMITS:
+        value = str(obj.get(field) or "")
+        if not value:
+            causes.append(e.required(path))
+        elif go_len(value) > limit:
+            causes.append(e.invalid(path, "", f"can have at most {limit} characters"))
+    if go_len(str(obj.get("note") or "")) > EVENT_NOTE_LIMIT:
+        causes.append(e.invalid("message", "", f"can have at most {EVENT_NOTE_LIMIT} characters"))
+    return causes
+
+
+def _event_series(obj: dict[str, Any]) -> list[e.Cause]:
+    series = obj.get("series")
+    if series is None:
+        return []
+    series = series if isinstance(series, dict) else {}
+    count = series.get("count")
+    causes = []
+    if not isinstance(count, int) or count < 2:
+        causes.append(e.invalid("series.count", "", "should be at least 2"))
+    if not series.get("lastObservedTime"):
+        causes.append(e.required("series.lastObservedTime"))
     return causes
 
 
 def default_pod(obj: dict[str, Any]) -> None:
-    """The pod defaults ``SetDefaults_Pod*`` set that kubectl shows back."""
+    """The pod defaults ``SetDefaults_Pod*`` set that kubectl shows back, and the v1 status
+    conversion of its IPs (:func:`convert_pod_ips`)."""
+    convert_pod_ips(obj)
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         return
@@ -96,6 +156,27 @@ def default_pod(obj: dict[str, Any]) -> None:
         for port in container.get("ports") or []:
             if isinstance(port, dict):
                 port.setdefault("protocol", "TCP")
+
+
+def convert_pod_ips(obj: dict[str, Any]) -> None:
+    """``podIP``/``hostIP`` through the v1 <-> internal PodStatus conversion (KEP-563,
+    KEP-2681): the singular field, when set, is the first of the plural list (alone in it when
+    the list was empty or disagreed with it), and it is given back as the list's first entry,
+    or not at all when the list is empty. A client that writes only ``podIP`` (an old kubelet,
+    a hand-written status) thus gets ``podIPs`` too, as on a real server."""
+    status = obj.get("status")
+    if not isinstance(status, dict):
+        return
+    for one, many in (("podIP", "podIPs"), ("hostIP", "hostIPs")):
+        single, plural = status.get(one), status.get(many)
+        if single and not (isinstance(plural, list) and plural and isinstance(plural[0], dict)
+                           and plural[0].get("ip") == single):
+            status[many] = plural = [{"ip": single}]
+        first = plural[0] if isinstance(plural, list) and plural else None
+        if isinstance(first, dict) and first.get("ip"):
+            status[one] = first["ip"]
+        else:
+            status.pop(one, None)
 
 
 def default_endpointslice(obj: dict[str, Any]) -> None:

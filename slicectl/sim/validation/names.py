@@ -52,7 +52,7 @@ LABEL_VALUE_MSG = (
 
 def dns1123_label_errors(value: str) -> list[str]:
     errs = []
-    if _go_len(value) > 63:
+    if go_len(value) > 63:
         errs.append("must be no more than 63 characters")
     if not _DNS_LABEL.fullmatch(value):
         errs.append(DNS1123_LABEL_MSG)
@@ -61,7 +61,7 @@ def dns1123_label_errors(value: str) -> list[str]:
 
 def dns1123_subdomain_errors(value: str) -> list[str]:
     errs = []
-    if _go_len(value) > 253:
+    if go_len(value) > 253:
         errs.append("must be no more than 253 characters")
     if not _DNS_SUBDOMAIN.fullmatch(value):
         errs.append(DNS1123_SUBDOMAIN_MSG)
@@ -88,7 +88,7 @@ def _qualified_name_errors(value: str) -> tuple[str, ...]:
             errs.extend("prefix part " + m for m in dns1123_subdomain_errors(prefix))
     if not name:
         errs.append("name part must be non-empty")
-    elif _go_len(name) > 63:
+    elif go_len(name) > 63:
         errs.append("name part must be no more than 63 characters")
     if not _QUALIFIED_NAME.fullmatch(name):
         errs.append(NAME_PART_MSG)
@@ -103,7 +103,7 @@ def qualified_name_errors(value: str) -> list[str]:
 @functools.lru_cache(maxsize=65536)
 def _label_value_errors(value: str) -> tuple[str, ...]:
     errs: list[str] = []
-    if _go_len(value) > 63:
+    if go_len(value) > 63:
         errs.append("must be no more than 63 characters")
     if not _LABEL_VALUE.fullmatch(value):
         errs.append(LABEL_VALUE_MSG)
@@ -115,7 +115,7 @@ def label_value_errors(value: str) -> list[str]:
     return list(_label_value_errors(value))
 
 
-def _go_len(value: str) -> int:
+def go_len(value: str) -> int:
     """Go's ``len`` of a string: its UTF-8 bytes."""
     return len(value.encode("utf-8", "surrogatepass"))
 
@@ -148,10 +148,11 @@ def special_ip_errors(value: str) -> tuple[str, ...]:
         errs.append("may not be in the loopback range (127.0.0.0/8, ::1/128)")
     if ip.is_link_local and not ip.is_multicast:
         errs.append("may not be in the link-local range (169.254.0.0/16, fe80::/10)")
+    packed = ip.packed  # Go's IsLinkLocalMulticast: 224.0.0.0/24, and ffX2::/16 (any flags)
     link_local_multicast = (
-        ip in ipaddress.ip_network("224.0.0.0/24")
+        packed[:3] == b"\xe0\x00\x00"
         if isinstance(ip, ipaddress.IPv4Address)
-        else ip in ipaddress.ip_network("ff02::/16")
+        else packed[0] == 0xFF and packed[1] & 0x0F == 0x02
     )
     if link_local_multicast:
         errs.append("may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)")
@@ -160,9 +161,12 @@ def special_ip_errors(value: str) -> tuple[str, ...]:
 
 @functools.lru_cache(maxsize=65536)
 def ip_family_error(value: str, family: int) -> str | None:
-    """``IsValidIPv4Address`` / ``IsValidIPv6Address``."""
+    """``IsValidIPv4Address`` / ``IsValidIPv6Address`` (an IPv4-mapped IPv6 address is not a
+    valid IPv6 address: its ``To4()`` is not nil)."""
     ip = parse_ip_sloppy(value)
-    if ip is None or ip.version != family or (family == 6 and ":" not in value):
+    if ip is None or ip.version != family:
+        return f"must be a valid IPv{family} address"
+    if isinstance(ip, ipaddress.IPv6Address) and (":" not in value or ip.ipv4_mapped):
         return f"must be a valid IPv{family} address"
     return None
 
