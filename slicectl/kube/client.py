@@ -103,10 +103,8 @@ class KubeClient:
         self._throttling = ThrottleTally()  # foreground waits worth a log line
         self._limiter = TokenBucket(settings.qps, settings.burst)
         self._timeout = aiohttp.ClientTimeout(total=settings.request_timeout)
-        connector = aiohttp.TCPConnector(limit=settings.burst + 64, ssl=conn.ssl)
-        self._session = aiohttp.ClientSession(
-            connector=connector, headers={"User-Agent": settings.user_agent}
-        )
+        self._session = self._new_session()
+        self._identity = conn.identity  # the client certificate the session's connections use
         self.malformed_lines = 0  # watch lines skipped as malformed
         self.answers = Answers()  # whether the server answers: ends outage backoffs early
 
@@ -425,10 +423,24 @@ class KubeClient:
     def refund_token(self) -> None:
         self._limiter.refund()
 
+    def _new_session(self) -> aiohttp.ClientSession:
+        # No cap on connections, as client-go has none: every watch holds one for minutes (one
+        # per resource and watched namespace), so a capped pool ran out with a few dozen
+        # namespaces and left writes and lease renewals queued for a connection until their
+        # timeout. The token bucket, not the pool, bounds the request rate.
+        connector = aiohttp.TCPConnector(limit=0, ssl=self._conn.ssl)
+        return aiohttp.ClientSession(
+            connector=connector, headers={"User-Agent": self._settings.user_agent})
+
     async def _authorize(self, headers: dict[str, str]) -> None:
         value = await self._conn.authorization()
         if value:
             headers["Authorization"] = value
+        if self._conn.identity != self._identity:  # a new client certificate: the pooled
+            # connections (watches too, which then reconnect) still present the old one
+            self._identity = self._conn.identity
+            old, self._session = self._session, self._new_session()
+            await old.close()
 
     def _tls_kwargs(self) -> dict[str, Any]:
         kwargs: dict[str, Any] = {}

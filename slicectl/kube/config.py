@@ -133,6 +133,9 @@ class Connection:
                          "(insecure-skip-tls-verify: true): anyone on the path can read the token",
                          host=self.host)
         self.ssl: ssl.SSLContext | bool = _ssl_context(configuration, self.host)
+        # bumped when a renewal brings a new client certificate: connections made with the
+        # old one must go (client-go closes them all), which the client sees by this number
+        self.identity = 0
 
     def __repr__(self) -> str:
         return f"Connection(host={self.host!r}, in_cluster={self._in_cluster})"
@@ -192,6 +195,17 @@ class Connection:
             return
         if getattr(loader, "token", None):
             self._cfg.api_key["BearerToken"] = loader.token
+        self._take_client_certificate(loader)
+
+    def _take_client_certificate(self, loader: Any) -> None:
+        """An exec plugin may hand out a client certificate instead of a token (it lands in a
+        file named after its content): new handshakes present it from now on."""
+        cert, key = getattr(loader, "cert_file", None), getattr(loader, "key_file", None)
+        if not cert or cert == self._cfg.cert_file or not isinstance(self.ssl, ssl.SSLContext):
+            return
+        self.ssl.load_cert_chain(cert, key or None)
+        self._cfg.cert_file, self._cfg.key_file = cert, key
+        self.identity += 1
 
     async def _header(self) -> str | None:
         value = await self._cfg.get_api_key_with_prefix("BearerToken")

@@ -215,6 +215,34 @@ async def test_watch_streams_events_and_ends_on_timeout(client: KubeClient, ns: 
         assert seen == [("ADDED", "w"), ("MODIFIED", "w")]
 
 
+async def test_long_lived_watches_never_starve_the_other_requests(api: Cluster, ns: str) -> None:
+    """Every watch holds a connection for minutes (one per resource and watched namespace).
+    A pool capped at burst + 64 ran out with a few dozen namespaces: the last watches never
+    connected and every write or lease renewal queued for a connection until its timeout.
+    client-go's transport has no such cap."""
+    settings = ClientSettings(qps=1000.0, burst=1, request_timeout=10.0)
+    async with await KubeClient.connect(api.kubeconfig, settings=settings) as c:
+        _, rv = await c.list(PODS, ns)
+        seen = [asyncio.Event() for _ in range(70)]  # more than the old cap of 65
+
+        async def consume(i: int) -> None:
+            async for event in c.watch(PODS, ns, resource_version=rv, timeout_seconds=120):
+                if event.type == "ADDED":
+                    seen[i].set()  # and the watch goes on, holding its connection
+
+        tasks = [asyncio.create_task(consume(i)) for i in range(len(seen))]
+        try:
+            await api.client.create(PODS, pod("w"), ns)
+            async with asyncio.timeout(HANG_GUARD):
+                for event in seen:
+                    await event.wait()
+            assert (await c.get(PODS, "w", ns))["metadata"]["name"] == "w"
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+
 async def test_watch_from_compacted_version_raises_gone(
     api: Cluster, client: KubeClient, ns: str
 ) -> None:

@@ -1,12 +1,16 @@
 """TLS verification is on by default; skipping it is explicit and warned about; the bearer token
-never shows up in logs or error texts, even when a server or proxy echoes it back.
+never shows up in logs or error texts, even when a server or proxy echoes it back; a client
+certificate from an exec plugin is renewed once refused.
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime
+import ipaddress
 import logging
 import ssl
+import sys
 import traceback
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -17,6 +21,10 @@ import pytest
 import structlog
 import yaml
 from aiohttp import web
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 from structlog.typing import EventDict
 
 from slicectl.cli.main import build_parser
@@ -161,3 +169,104 @@ async def test_the_token_never_appears_in_logs_or_errors(
     leaked = [t for t in texts if TOKEN in t]
     assert not leaked, f"the bearer token leaked into: {leaked[0][:300]}"
     assert any("REDACTED" in t or "InternalError" in t for t in texts)
+
+
+def _pki(tmp: Path) -> dict[str, tuple[bytes, bytes]]:
+    """A CA, a serving certificate for 127.0.0.1 and two client certificates ("old", "new"),
+    as (certificate PEM, key PEM) by name."""
+    now = datetime.datetime.now(datetime.UTC)
+    pem = serialization.Encoding.PEM
+
+    def build(cn: str, key: ec.EllipticCurvePrivateKey, issuer: x509.Name,
+              signer: ec.EllipticCurvePrivateKey, ca: bool = False) -> x509.Certificate:
+        b = (x509.CertificateBuilder()
+             .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)]))
+             .issuer_name(issuer).public_key(key.public_key())
+             .serial_number(x509.random_serial_number())
+             .not_valid_before(now - datetime.timedelta(hours=1))
+             .not_valid_after(now + datetime.timedelta(hours=1))
+             .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+        if cn == "server":
+            b = b.add_extension(x509.SubjectAlternativeName(
+                [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+        return b.sign(signer, hashes.SHA256())
+
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "test-ca")])
+    out = {"ca": (build("test-ca", ca_key, ca_name, ca_key, ca=True).public_bytes(pem), b"")}
+    for cn in ("server", "old", "new"):
+        key = ec.generate_private_key(ec.SECP256R1())
+        key_pem = key.private_bytes(pem, serialization.PrivateFormat.PKCS8,
+                                    serialization.NoEncryption())
+        out[cn] = (build(cn, key, ca_name, ca_key).public_bytes(pem), key_pem)
+    for name, (cert, key_pem) in out.items():
+        (tmp / f"{name}.crt").write_bytes(cert)
+        if key_pem:
+            (tmp / f"{name}.key").write_bytes(key_pem)
+    return out
+
+
+CERT_PLUGIN = """\
+import json, os, sys
+d = sys.argv[1]
+with open(os.path.join(d, "calls"), "a") as f:
+    f.write("run\\n")
+name = "old" if len(open(os.path.join(d, "calls")).read().split()) == 1 else "new"
+print(json.dumps({"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential",
+    "status": {"clientCertificateData": open(os.path.join(d, name + ".crt")).read(),
+               "clientKeyData": open(os.path.join(d, name + ".key")).read()}}))
+"""
+
+
+async def test_an_exec_plugin_client_certificate_refused_is_renewed(tmp_path: Path) -> None:
+    """An exec plugin may hand out a client certificate instead of a token (Teleport's
+    ``tsh``, some single sign-on plugins). Once the server refuses it, the plugin runs again
+    and the new certificate is presented on new connections, as client-go does (it closes
+    every connection made with the old one)."""
+    _pki(tmp_path)
+    presented: list[str] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        peer = request.transport.get_extra_info("peercert") if request.transport else None
+        cn = dict(x[0] for x in peer["subject"])["commonName"] if peer else "none"
+        presented.append(cn)
+        if cn != "new":  # the old certificate expired: 401, as the x509 authenticator answers
+            return web.json_response({"kind": "Status", "apiVersion": "v1", "code": 401,
+                                      "status": "Failure", "reason": "Unauthorized",
+                                      "message": "Unauthorized"}, status=401)
+        return web.json_response({"kind": "Namespace", "apiVersion": "v1",
+                                  "metadata": {"name": "default"}})
+
+    server_ssl = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH,
+                                            cafile=str(tmp_path / "ca.crt"))
+    server_ssl.load_cert_chain(tmp_path / "server.crt", tmp_path / "server.key")
+    server_ssl.verify_mode = ssl.CERT_REQUIRED
+    app = web.Application()
+    app.router.add_get("/api/v1/namespaces/default", handler)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=server_ssl)
+    await site.start()
+    (tmp_path / "plugin.py").write_text(CERT_PLUGIN)
+    user = {"exec": {"apiVersion": "client.authentication.k8s.io/v1",
+                     "command": sys.executable, "args": [str(tmp_path / "plugin.py"),
+                                                         str(tmp_path)],
+                     "interactiveMode": "Never"}}
+    (tmp_path / "kubeconfig").write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "x",
+        "clusters": [{"name": "c", "cluster": {
+            "server": f"https://127.0.0.1:{runner.addresses[0][1]}",
+            "certificate-authority": str(tmp_path / "ca.crt")}}],
+        "users": [{"name": "u", "user": user}],
+        "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+    }))
+    try:
+        async with await KubeClient.connect(str(tmp_path / "kubeconfig")) as client:
+            got = await client.get(NAMESPACES, "default")
+            assert got["metadata"]["name"] == "default"
+            assert presented == ["old", "new"]
+            assert len((tmp_path / "calls").read_text().split()) == 2
+            await client.get(NAMESPACES, "default")  # the new certificate stays
+            assert presented[-1] == "new"
+    finally:
+        await runner.cleanup()
