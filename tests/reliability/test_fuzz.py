@@ -49,7 +49,10 @@ JSON = st.recursive(
     max_leaves=6)
 LABEL = st.text(string.ascii_lowercase + string.digits, min_size=1, max_size=20)
 BAD_IPS = st.sampled_from(["999.1.1.1", "10.0.0", "::g", "", "10.0.0.1/24", "localhost",
-                           "1.2.3.4.5", "ab:cd"]) | st.text(max_size=8)
+                           "1.2.3.4.5", "ab:cd",
+                           # valid IPs that no EndpointSlice may list (ValidateEndpointIP)
+                           "127.0.0.1", "169.254.3.3", "0.0.0.0", "224.0.0.9", "::1",
+                           "fe80::1", "ff02::fb"]) | st.text(max_size=8)
 
 
 def collect(strategy: st.SearchStrategy[Any], count: int) -> list[Any]:
