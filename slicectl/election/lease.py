@@ -10,11 +10,14 @@ Decisions, matching ``k8s.io/client-go/tools/leaderelection``:
 * Every write is a PUT carrying ``resourceVersion``, so two candidates can never both win: the
   API server answers the loser with 409. The leader first renews "optimistically" from its cached
   Lease (one request) and falls back to GET + PUT when that fails.
-* The leader renews every ``retry_period``; if no renewal succeeded for ``renew_deadline`` it
-  steps down. ``renew_deadline < lease_duration`` is enforced, so it stops leading before any
-  standby may consider the Lease expired. :meth:`LeaderElector.check_leading` is the cheap gate
-  for writes: True only while the last successful renewal (timed from when its request was SENT,
-  the conservative end) is younger than ``renew_deadline``. The elector is the controller's
+* The leader renews ``retry_period`` after its last renewal; a round of attempts that has not
+  succeeded ``renew_deadline`` after it started steps down (client-go's renew loop: each round
+  is a ``PollUntilContextTimeout`` of its own, so a slow Lease round trip, a few seconds on a
+  loaded API server, costs no leadership). Writes do not wait for that:
+  :meth:`LeaderElector.check_leading` is the cheap gate for writes, True only while the last
+  successful renewal (timed from when its request was SENT, the conservative end) is younger
+  than ``renew_deadline``, and ``renew_deadline < lease_duration`` is enforced, so writes stop
+  before any standby may consider the Lease expired. The elector is the controller's
   :class:`~slicectl.election.gate.WriteGate`: ``may_write`` is ``check_leading`` and
   ``wait_writable`` parks a worker until a renewal makes it true again.
 * One attempt that fails in an unexpected way (a non-JSON 200 body from a proxy, a Lease with
@@ -169,8 +172,9 @@ class LeaderElector:
     async def _renew_until_lost(self) -> None:
         while not self._stopped.is_set():
             await self._sleep(self.retry_period)
+            round_end = self._clock() + self.renew_deadline
             while not self._stopped.is_set():
-                remaining = self._deadline_left()
+                remaining = round_end - self._clock()
                 if remaining <= 0:
                     log.warning("failed to renew lease %s/%s within %.1fs; stepping down",
                                 self.namespace, self.name, self.renew_deadline)
@@ -185,11 +189,7 @@ class LeaderElector:
                 if self.holder not in ("", self.identity):
                     log.warning("lease %s/%s taken by %s", self.namespace, self.name, self.holder)
                     return
-                await self._sleep(min(self.retry_period, max(self._deadline_left(), 0.0)))
-
-    def _deadline_left(self) -> float:
-        renewed = self._renewed_at if self._renewed_at is not None else self._clock()
-        return renewed + self.renew_deadline - self._clock()
+                await self._sleep(min(self.retry_period, max(round_end - self._clock(), 0.0)))
 
     async def _sleep(self, seconds: float) -> None:
         """Sleep, but wake at once when release() is called."""
@@ -334,20 +334,32 @@ class LeaderElector:
         self._stopped.set()
         async with self._lock:
             self._set_leading(False)
-            lease = self._lease
             # As client-go: judged by the Lease as last seen, not by is_leader, so a lease won
             # by an attempt that raced this call is handed back too.
-            if lease is None or self.holder != self.identity:
+            if self._lease is None or self.holder != self.identity:
                 return True
-            spec = {
+            # ... and read again first, as client-go's release() does: a renewal that timed out
+            # here but landed, or anyone's annotation, moved its resourceVersion, and a write
+            # with the cached one would 409 and leave the standby to wait out the lease.
+            try:
+                lease = await self._client.get(LEASES, self.name, self.namespace)
+            except NotFound:
+                return True
+            except ATTEMPT_ERRORS as exc:
+                log.warning("failed to release lease %s/%s: %r", self.namespace, self.name, exc)
+                return False
+            spec = lease.get("spec")
+            if not isinstance(spec, dict) or spec.get("holderIdentity") != self.identity:
+                return True  # someone else holds it now: never clear their claim
+            released = {
                 "holderIdentity": "",
                 "leaseDurationSeconds": 1,
                 "renewTime": micro_time(),
                 "acquireTime": micro_time(),
-                "leaseTransitions": _count((self._observed_spec or {}).get("leaseTransitions")),
+                "leaseTransitions": _count(spec.get("leaseTransitions")),
             }
             try:
-                await self._write(lease, spec, self._clock())
+                await self._write(lease, released, self._clock())
             except ATTEMPT_ERRORS as exc:
                 log.warning("failed to release lease %s/%s: %r", self.namespace, self.name, exc)
                 return False

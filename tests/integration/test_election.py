@@ -145,6 +145,21 @@ async def test_released_lease_is_taken_over_quickly(
     assert spec["holderIdentity"] == "b"
 
 
+async def test_release_after_someone_else_touched_the_lease_still_hands_it_back(
+    api: Cluster, stack: AsyncExitStack
+) -> None:
+    """An annotation (or a renewal that timed out here but landed) moves the Lease's
+    resourceVersion: the release reads it again, as client-go's does, instead of a 409 that
+    leaves the standby to wait out the whole lease."""
+    a = await candidate(api, stack, "a")
+    await wait_for(lambda: a.elector.is_leader)
+    await api.client.patch(LEASES, NAME, {"metadata": {"annotations": {"touched": "yes"}}},
+                           api.namespace)
+    assert await a.elector.release()
+    spec = (await api.client.get(LEASES, NAME, api.namespace))["spec"]
+    assert spec["holderIdentity"] == "" and spec["leaseDurationSeconds"] == 1
+
+
 @pytest.mark.parametrize("fault", ["errors", "latency"])
 async def test_leader_that_cannot_renew_steps_down_before_expiry(
     api: Cluster, stack: AsyncExitStack, wire: WireProxy | None, tmp_path: Path, fault: str
@@ -172,3 +187,26 @@ async def test_leader_that_cannot_renew_steps_down_before_expiry(
     assert took < LEASE
     await wait_for(lambda: not a.elector.is_leader)
     assert a.events[:2] == ["started", "stopped"]
+
+
+@pytest.mark.embedded_only(reason="fault injection: every Lease request answered late")
+async def test_slow_lease_round_trips_under_the_renew_deadline_keep_the_leader(
+    api: Cluster, stack: AsyncExitStack
+) -> None:
+    """A loaded API server answering each Lease request in 0.7 s, half the renew deadline:
+    client-go keeps leading (each renew round has the whole deadline to itself). Counting the
+    deadline from the last renewal's send instead left 0.55 s for a 0.7 s request, so the leader
+    stepped down and took its own Lease again, over and over."""
+    a = await candidate(api, stack, "a")
+    await wait_for(lambda: a.elector.is_leader)
+    assert api.server is not None
+    api.server.faults.resource_latency["leases"] = 0.7
+    writable = samples = 0
+    for _ in range(200):  # 4 s: about four renewals
+        await asyncio.sleep(0.02)
+        samples += 1
+        writable += a.elector.check_leading()
+    assert a.events == ["started"], a.events
+    assert a.requests.total("PUT", "leases", 200) >= 3  # it did renew, through the latency
+    # writes stay gated by the last renewal's send time: open most, not all, of the time
+    assert 0 < writable < samples
