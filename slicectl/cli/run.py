@@ -30,7 +30,7 @@ import socket
 import sys
 import uuid
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import structlog
@@ -196,11 +196,16 @@ async def run_controller(
                                       insecure_skip_tls_verify=opts.insecure_skip_tls_verify)
     health = HealthServer(metrics, metrics_bind_address=opts.metrics_bind_address,
                           health_probe_bind_address=opts.health_probe_bind_address)
+    # Leader election has a client of its own: its renewals never wait behind the workers'
+    # writes for a token, and a request gets no longer than the renew deadline.
+    lease_client = client.sibling(
+        replace(opts.client, request_timeout=opts.renew_deadline),
+        on_request=metrics.api_request) if opts.leader_elect else None
     elector = (
-        LeaderElector(client, opts.lease_namespace, opts.lease_name, opts.identity,
+        LeaderElector(lease_client, opts.lease_namespace, opts.lease_name, opts.identity,
                       opts.lease_duration, opts.renew_deadline, opts.retry_period,
                       on_leader_change=metrics.set_leader)
-        if opts.leader_elect else None
+        if lease_client is not None else None
     )
     events = EventRecorder(client, component="slicectl", reporting_instance=opts.identity)
     controller = Controller(client, opts.controller, metrics=metrics, events=events,
@@ -270,6 +275,8 @@ async def run_controller(
         with contextlib.suppress(Exception):
             await asyncio.wait_for(events.flush(), timeout=3)
         await health.stop()
+        if lease_client is not None:
+            await lease_client.close()
         await client.close()
 
 

@@ -123,6 +123,14 @@ class KubeClient:
                                      insecure_skip_tls_verify=insecure_skip_tls_verify)
         return cls(conn, settings, on_request, on_rate_limit)
 
+    def sibling(self, settings: ClientSettings, on_request: RequestHook | None = None
+                ) -> KubeClient:
+        """Another client on the same connection (server, TLS, credential and its renewals)
+        with its own rate limit, timeouts and connections: leader election's, so that a
+        renewal never queues behind the controller's writes for a token, as
+        kube-controller-manager gives its elector a client of its own."""
+        return KubeClient(self._conn, settings, on_request)
+
     def __repr__(self) -> str:
         return f"KubeClient({self._conn!r})"
 

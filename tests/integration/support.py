@@ -343,8 +343,9 @@ def options(kubeconfig: str, ns: str, **overrides: Any) -> RunOptions:
         status_update_period=overrides.pop("status_update_period", 10.0),
     )
     binds = {"metrics_bind_address": "0", "health_probe_bind_address": "0"}
-    return RunOptions(controller=config, kubeconfig=kubeconfig,
-                      client=ClientSettings(qps=1000.0, burst=1000), **{**binds, **overrides})
+    client = overrides.pop("client", ClientSettings(qps=1000.0, burst=1000))
+    return RunOptions(controller=config, kubeconfig=kubeconfig, client=client,
+                      **{**binds, **overrides})
 
 
 @dataclass(frozen=True)

@@ -14,12 +14,21 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 
 import pytest
+import structlog
 
 from slicectl.election.lease import LeaderElector
-from slicectl.kube.client import KubeClient
+from slicectl.kube.client import ClientSettings, KubeClient
 from slicectl.kube.resources import LEASES
 from tests.integration.conftest import Cluster
-from tests.integration.support import ClientRequests
+from tests.integration.support import (
+    ESEL,
+    ClientRequests,
+    options,
+    running_controller,
+    selector_body,
+    slices_of,
+    wait_until,
+)
 from tests.integration.wire import WireProxy
 
 LEASE, RENEW, RETRY = 2.0, 1.5, 0.25
@@ -210,3 +219,26 @@ async def test_slow_lease_round_trips_under_the_renew_deadline_keep_the_leader(
     assert a.requests.total("PUT", "leases", 200) >= 3  # it did renew, through the latency
     # writes stay gated by the last renewal's send time: open most, not all, of the time
     assert 0 < writable < samples
+
+
+async def test_renewals_never_queue_behind_the_controllers_writes(cluster: Cluster) -> None:
+    """The controller's own bucket dry for seconds (2 QPS, twelve selectors to write, five
+    workers waiting for tokens): the lease is renewed by a client of its own, as
+    kube-controller-manager's is, so the leader never misses its renew deadline for a token."""
+    c = cluster
+    names = [f"sel-{i}" for i in range(12)]
+    for name in names:
+        await c.client.create(ESEL, selector_body(name, {"app": name}), c.namespace)
+    opts = options(c.kubeconfig, c.namespace, leader_elect=True, lease_namespace=c.namespace,
+                   lease_name="slicectl-starved", lease_duration=3.0, renew_deadline=2.0,
+                   retry_period=0.5, client=ClientSettings(qps=2.0, burst=1))
+    with structlog.testing.capture_logs() as logs:
+        async with running_controller(opts):
+            for name in names:
+                async def written(name: str = name) -> bool:
+                    return bool(await slices_of(c.client, c.namespace, name))
+
+                await wait_until(written, what=f"{name}'s slice")
+            said = [e["event"] for e in logs]  # before the shutdown, which stops leading
+    assert said.count("started leading") == 1, said
+    assert "stopped leading: writes stopped" not in said
