@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable
 
 from slicectl.controller.queue import STREAM_MAX_WINDOW
+from slicectl.obs.health import parse_bind_address
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 _UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -77,6 +78,15 @@ def boolean(text: str) -> bool:
     if lowered in ("false", "0", "f", "no"):
         return False
     raise argparse.ArgumentTypeError(f"{text!r} is not a boolean: use true or false")
+
+
+def bind_address(text: str) -> str:
+    """``host:port``, ``:port`` or ``0`` (off), checked before anything starts."""
+    try:
+        parse_bind_address(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
 
 
 LOG_LEVELS = ("debug", "info", "warning", "error")

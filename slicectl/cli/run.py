@@ -38,6 +38,7 @@ import structlog
 from slicectl.cli.flags import (
     LOG_LEVELS,
     add_packing_flags,
+    bind_address,
     boolean,
     duration,
     int_between,
@@ -108,9 +109,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     a("--leader-elect-resource-namespace", metavar="NS", default=None,
       help="namespace of the Lease (default: the pod's namespace, else kube-system)")
     a("--leader-elect-resource-name", metavar="NAME", default="slicectl", help="name of the Lease")
-    a("--metrics-bind-address", metavar="ADDR", default=":8080",
+    a("--metrics-bind-address", metavar="ADDR", type=bind_address, default=":8080",
       help="address for /metrics, e.g. :8080 or 127.0.0.1:8080; 0 disables")
-    a("--health-probe-bind-address", metavar="ADDR", default=":8081",
+    a("--health-probe-bind-address", metavar="ADDR", type=bind_address, default=":8081",
       help="address for /healthz and /readyz; 0 disables")
     a("--log-level", default="info", choices=LOG_LEVELS,
       help="log level")

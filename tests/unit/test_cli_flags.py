@@ -26,6 +26,8 @@ from slicectl.model.apis import CORE, SLICECTL
         (["--leader-elect", "maybe"], "is not a boolean"),
         (["--selector-api", "example.com/v1"], "invalid choice"),
         (["--log-format", "xml"], "invalid choice"),
+        (["--metrics-bind-address=localhost"], "invalid bind address 'localhost'"),
+        (["--health-probe-bind-address=:99999"], "invalid bind address ':99999'"),
     ],
 )
 def test_bad_flag_exits_2_with_a_clear_message(flags: list[str], message: str) -> None:
