@@ -122,6 +122,15 @@ def test_two_replicas_with_leader_election_probes_and_soft_spreading() -> None:
     assert "preferredDuringSchedulingIgnoredDuringExecution" in pod["affinity"]["podAntiAffinity"]
 
 
+def test_without_leader_election_an_update_never_runs_two_writers() -> None:
+    """A rolling update starts the new pod before the old one stops; without a lease both
+    write the same slices meanwhile. With leader election the new pod waits for the lease."""
+    deploy = the(render_chart({"replicaCount": 1, "leaderElection": {"enabled": False}}),
+                 "Deployment")
+    assert deploy["spec"]["strategy"] == {"type": "Recreate"}
+    assert "strategy" not in the(render_chart(), "Deployment")["spec"]
+
+
 def test_every_flag_value_ends_up_in_args() -> None:
     values = {
         "namespaces": ["team-a", "team-b"],
