@@ -104,6 +104,13 @@ def already_exists(rt: ResourceType, name: str) -> ApiError:
     )
 
 
+def uid_precondition_failed(rt: ResourceType, name: str, wanted: str, found: str) -> ApiError:
+    """A uid precondition (a DELETE's, or a PUT body's ``metadata.uid``) that the stored
+    object, or its absence (``found`` empty), does not meet."""
+    return conflict(rt, name, f"Precondition failed: UID in precondition: {wanted}, "
+                              f"UID in object meta: {found}")
+
+
 def conflict(rt: ResourceType, name: str, why: str) -> ApiError:
     return ApiError(
         409,

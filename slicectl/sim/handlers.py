@@ -54,6 +54,7 @@ from slicectl.sim.table import to_table
 from slicectl.sim.types import ResourceType
 from slicectl.sim.validation import (
     apply_defaults,
+    decode_error,
     prune_unknown,
     stored_form,
     strict_decoding_error,
@@ -201,7 +202,12 @@ class Api:
 
     def _admit(self, request: web.Request, rt: ResourceType, obj: Obj, old: Obj | None,
                subresource: str = "") -> None:
-        """Defaults, unknown-field handling and validation shared by every write."""
+        """Decoding, defaults, unknown-field handling and validation shared by every write."""
+        undecodable = decode_error(rt, obj)
+        if undecodable:
+            raise errors.bad_request(
+                f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
+                f"{undecodable}")
         self._unknown_fields(request, rt, obj)  # a patched object is only decoded here
         apply_defaults(rt, obj)
         causes = validate(rt, obj, old, subresource)
@@ -263,10 +269,17 @@ class Api:
         check_name(body, name, namespace)
         meta = body["metadata"]
         old = self.store.get(rt, namespace, name)
+        # The body's uid is a precondition (the update's Preconditions): a PUT meant for one
+        # object never lands on another of the same name, nor re-creates a deleted one.
+        uid = meta.get("uid")
         if old is None:
             if allows_create_on_update(rt) and not subresource:
+                if uid:
+                    raise errors.uid_precondition_failed(rt, name, uid, "")
                 return self._create(request, rt, namespace, body)
             raise errors.not_found(rt, name)
+        if uid and uid != old["metadata"].get("uid"):
+            raise errors.uid_precondition_failed(rt, name, uid, old["metadata"].get("uid", ""))
         rv = meta.get("resourceVersion")
         if not rv and not allows_unconditional_update(rt):
             raise errors.invalid(rt, name, [{

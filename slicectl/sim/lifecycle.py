@@ -60,9 +60,7 @@ class Lifecycle:
         meta = obj["metadata"]
         pre = options.get("preconditions") or {}
         if pre.get("uid") and pre["uid"] != meta.get("uid"):
-            raise errors.conflict(rt, meta["name"], (
-                f"Precondition failed: UID in precondition: {pre['uid']}, "
-                f"UID in object meta: {meta.get('uid')}"))
+            raise errors.uid_precondition_failed(rt, meta["name"], pre["uid"], meta.get("uid"))
         if pre.get("resourceVersion") and pre["resourceVersion"] != meta.get("resourceVersion"):
             raise errors.conflict(rt, meta["name"], (
                 "Precondition failed: ResourceVersion in precondition: "

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from slicectl.sim.objects import NAME_SUFFIX_ALPHABET
 from tests.sim.conftest import PODS, Raw, pod
 
@@ -118,3 +120,80 @@ async def test_endpointslice_generation_moves_only_as_the_strategy_says(raw: Raw
     assert await generation_after({"metadata": {"labels": {"a": "2"}}}) == 2
     assert await generation_after({"endpoints": [{"addresses": ["10.0.0.2"]}]}) == 3
     assert await generation_after({"ports": []}) == 3  # [] is no change from unset
+
+
+ES = "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices"
+LEASES = "/apis/coordination.k8s.io/v1/namespaces/default/leases"
+
+
+def endpointslice(name: str, endpoint: dict[str, Any],
+                  **meta: Any) -> dict[str, Any]:
+    return {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"name": name, **meta}, "addressType": "IPv4",
+            "endpoints": [{"addresses": ["10.0.0.1"], **endpoint}],
+            "ports": [{"name": "http", "port": 80, "protocol": "TCP"}]}
+
+
+@pytest.mark.parametrize(("path", "body"), [
+    (ES, endpointslice("a", {"conditions": {"ready": "yes"}})),
+    (ES, endpointslice("b", {"hostname": 5})),
+    (ES, endpointslice("c", {"nodeName": 123})),
+    (ES, endpointslice("d", {"targetRef": "pod/x"})),
+    (ES, endpointslice("e", {}, annotations={"a": 5})),
+    (ES, {**endpointslice("f", {}), "ports": [{"name": "http", "port": 80.5}]}),
+    (LEASES, {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+              "metadata": {"name": "l"}, "spec": {"renewTime": "2026-01-01T00:00:00Z"}}),
+    (LEASES, {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+              "metadata": {"name": "l"}, "spec": {"acquireTime": "2026-01-01T00:00:00.123Z"}}),
+    (LEASES, {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+              "metadata": {"name": "l"}, "spec": {"holderIdentity": 5}}),
+])
+async def test_built_in_values_of_the_wrong_type_are_400(raw: Raw, path: str,
+                                                          body: dict[str, Any]) -> None:
+    """The body is decoded into its Go struct first: a wrong JSON type, or a MicroTime
+    without exactly six fraction digits, is a decode error (400), never stored."""
+    code, answer, _ = await raw.request("POST", path, body)
+    assert code == 400, answer
+    assert "cannot be handled as a" in answer["message"]
+    assert (await raw.request("GET", f"{path}/{body['metadata']['name']}"))[0] == 404
+
+
+async def test_the_decoders_leniency_is_kept(raw: Raw) -> None:
+    """null is the zero value, a Quantity may be a number, IntOrString either, and a Time
+    any RFC 3339 form."""
+    body = pod("q")
+    body["spec"]["containers"][0]["resources"] = {"limits": {"cpu": 1, "memory": "64Mi"}}
+    body["spec"]["containers"][0]["readinessProbe"] = {"httpGet": {"port": 8080, "path": None}}
+    assert (await raw.request("POST", PODS, body))[0] == 201
+    code, answer, _ = await raw.request("PATCH", PODS + "/q/status", {"status": {"conditions": [
+        {"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}},
+        content_type=MERGE)
+    assert code == 200, answer
+    lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "m"},
+             "spec": {"renewTime": "2026-01-01T00:00:00.123456Z", "leaseTransitions": 0}}
+    assert (await raw.request("POST", LEASES, lease))[0] == 201
+
+
+async def test_lease_transitions_may_not_be_negative(raw: Raw) -> None:
+    lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "n"},
+             "spec": {"holderIdentity": "a", "leaseTransitions": -1}}
+    code, answer, _ = await raw.request("POST", LEASES, lease)
+    assert code == 422 and answer["details"]["causes"][0]["field"] == "spec.leaseTransitions"
+
+
+async def test_a_put_bodys_uid_is_a_precondition(raw: Raw) -> None:
+    """The uid in a PUT body must be the stored object's: another object of the same name is
+    a 409, and so is a Lease deleted meanwhile (a PUT re-creates a missing Lease only when
+    the body names no uid)."""
+    lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "u"},
+             "spec": {"holderIdentity": "a"}}
+    _, created, _ = await raw.request("POST", LEASES, lease)
+    other = {**created, "metadata": {**created["metadata"], "uid": "1111-other"}}
+    code, answer, _ = await raw.request("PUT", LEASES + "/u", other)
+    assert code == 409 and "Precondition failed: UID in precondition: 1111-other" in (
+        answer["message"])
+    await raw.request("DELETE", LEASES + "/u")
+    code, answer, _ = await raw.request("PUT", LEASES + "/u", created)
+    assert code == 409 and "UID in object meta: " in answer["message"]
+    assert (await raw.request("GET", LEASES + "/u"))[0] == 404
+    assert (await raw.request("PUT", LEASES + "/u", lease))[0] == 201

@@ -3,6 +3,8 @@
 Why: one entry point per concern, dispatched on the :class:`ResourceType`, so the server core
 never needs to know which kind has which rule:
 
+- :func:`decode_error` is the JSON decoder's complaint about a built-in object whose values
+  have the wrong types (a 400, before anything else looks at it);
 - :func:`validate` returns Status causes (``reason``/``message``/``field``) phrased like
   kube-apiserver's; empty when the object is valid (``old`` is the stored object on update);
 - :func:`apply_defaults` applies the defaults a real server applies before validation
@@ -23,6 +25,7 @@ from slicectl.sim.types import ResourceType
 from slicectl.sim.validation import kinds
 from slicectl.sim.validation.builtin import builtin_schemas
 from slicectl.sim.validation.crd import validate_crd
+from slicectl.sim.validation.decode import decode_error as _decode_error
 from slicectl.sim.validation.endpointslice import validate_endpointslice
 from slicectl.sim.validation.errors import Cause
 from slicectl.sim.validation.govalues import stored_numbers
@@ -32,8 +35,8 @@ from slicectl.sim.validation.pod_update import validate_pod_update
 from slicectl.sim.validation.prune import Compiler, Node, prune
 from slicectl.sim.validation.schema import apply_schema_defaults, validate_value
 
-__all__ = ["Cause", "apply_defaults", "prune_unknown", "stored_form", "strict_decoding_error",
-           "unknown_field_warning", "validate"]
+__all__ = ["Cause", "apply_defaults", "decode_error", "prune_unknown", "stored_form",
+           "strict_decoding_error", "unknown_field_warning", "validate"]
 
 _OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 
@@ -87,6 +90,13 @@ def unknown_field_warning(rt: ResourceType, unknown: list[str]) -> str:
 
 def _field_order(rt: ResourceType, unknown: list[str]) -> list[str]:
     return sorted(unknown) if rt.is_custom else unknown
+
+
+def decode_error(rt: ResourceType, obj: dict[str, Any]) -> str | None:
+    """Why a real server could not decode ``obj`` into its Go type (None: it can). Built-in
+    kinds only; a custom resource is judged by its schema's validation instead."""
+    root = None if rt.is_custom else _prune_root(rt)
+    return None if root is None else _decode_error(obj, root)
 
 
 def stored_form(rt: ResourceType, obj: dict[str, Any]) -> None:

@@ -43,11 +43,18 @@ def validate_pod(obj: dict[str, Any]) -> list[e.Cause]:
 
 
 def validate_lease(obj: dict[str, Any]) -> list[e.Cause]:
+    """``ValidateLeaseSpec``: a positive duration, transitions never negative."""
     spec = obj.get("spec") or {}
-    duration = spec.get("leaseDurationSeconds") if isinstance(spec, dict) else None
+    spec = spec if isinstance(spec, dict) else {}
+    causes = []
+    duration = spec.get("leaseDurationSeconds")
     if duration is not None and (not isinstance(duration, int) or duration <= 0):
-        return [e.invalid("spec.leaseDurationSeconds", duration, "must be greater than 0")]
-    return []
+        causes.append(e.invalid("spec.leaseDurationSeconds", duration, "must be greater than 0"))
+    transitions = spec.get("leaseTransitions")
+    if isinstance(transitions, int) and transitions < 0:
+        causes.append(e.invalid("spec.leaseTransitions", transitions,
+                                "must be greater than or equal to 0"))
+    return causes
 
 
 def validate_core_event(obj: dict[str, Any]) -> list[e.Cause]:

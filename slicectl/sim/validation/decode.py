@@ -1,0 +1,94 @@
+"""The JSON decoder's type check of built-in objects: a value of the wrong JSON type is a 400.
+
+Why: a real server decodes a built-in object's body into its Go struct before anything else,
+so ``"ready": "yes"`` for a bool, a number for a string, or a second-precision time for a
+``MicroTime`` (parsed with exactly six fraction digits) is refused with 400 BadRequest
+("... cannot be handled as a EndpointSlice: ..."), never stored. slicectl builds slice bodies,
+slice patches and Lease specs by hand; without this check a wrong type would pass every test
+here and fail on a cluster. Custom resources are not decoded into Go types: their schema's
+validation (422) judges them instead.
+
+What it accepts is the decoder's leniency, no more: ``null`` anywhere (the zero value), an
+integer or a string for IntOrString, a string or a number for a Quantity, and an RFC 3339 time
+with any fraction for ``Time``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from slicectl.sim.validation.builtin import builtin_schemas
+from slicectl.sim.validation.prune import Node
+
+_META = "io.k8s.apimachinery.pkg.apis.meta.v1."
+MICRO_LAYOUT = "2006-01-02T15:04:05.000000Z07:00"
+_MICRO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}(Z|[+-]\d\d:\d\d)")
+_RFC3339 = re.compile(r"\d{4}-\d\d-\d\d[Tt]\d\d:\d\d:\d\d(\.\d+)?([Zz]|[+-]\d\d:\d\d)")
+_JSON_TYPES = {dict: "object", list: "array", str: "string", bool: "bool", int: "number",
+               float: "number"}
+
+
+def _special() -> tuple[Any, Any]:
+    schemas = builtin_schemas()
+    return schemas.get(_META + "MicroTime"), schemas.get("io.k8s.apimachinery.pkg.api.resource"
+                                                         ".Quantity")
+
+
+def decode_error(value: Any, root: Node) -> str | None:
+    """The decoder's complaint about ``value`` (a built-in object), or None when it decodes."""
+    micro, quantity = _special()
+    return _check(value, root, "", micro, quantity)
+
+
+def _check(value: Any, node: Node, path: str, micro: Any, quantity: Any) -> str | None:
+    if value is None or node.anything:
+        return None
+    schema = node.schema
+    kind, fmt = schema.get("type"), schema.get("format")
+    if schema is quantity:
+        ok = isinstance(value, str | int | float) and not isinstance(value, bool)
+        return None if ok else _mismatch(value, path, "resource.Quantity")
+    if fmt == "int-or-string":
+        ok = isinstance(value, str | int) and not isinstance(value, bool)
+        return None if ok else _mismatch(value, path, "intstr.IntOrString")
+    if kind == "string":
+        if not isinstance(value, str):
+            return _mismatch(value, path, "string")
+        if schema is micro and not _MICRO.fullmatch(value):
+            return f'parsing time "{value}" as "{MICRO_LAYOUT}": cannot parse as MicroTime'
+        if fmt == "date-time" and not _RFC3339.fullmatch(value):
+            return f'parsing time "{value}" as "2006-01-02T15:04:05Z07:00": cannot parse'
+        return None
+    if kind == "integer":
+        ok = isinstance(value, int) and not isinstance(value, bool)
+        return None if ok else _mismatch(value, path, fmt or "int")
+    if kind == "number":
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+        return None if ok else _mismatch(value, path, fmt or "float64")
+    if kind == "boolean":
+        return None if isinstance(value, bool) else _mismatch(value, path, "bool")
+    if kind == "array":
+        if not isinstance(value, list):
+            return _mismatch(value, path, "array")
+        items = node.items()
+        for i, item in enumerate(value):
+            error = _check(item, items, f"{path}[{i}]", micro, quantity) if items else None
+            if error:
+                return error
+        return None
+    if kind == "object" or "properties" in schema or "additionalProperties" in schema:
+        if not isinstance(value, dict):
+            return _mismatch(value, path, "object")
+        for key, sub in value.items():
+            child = node.prop(key)
+            error = (_check(sub, child, f"{path}.{key}" if path else key, micro, quantity)
+                     if child is not None else None)
+            if error:
+                return error
+    return None
+
+
+def _mismatch(value: Any, path: str, go_type: str) -> str:
+    return (f"json: cannot unmarshal {_JSON_TYPES.get(type(value), 'value')} into Go struct "
+            f"field {path} of type {go_type}")
