@@ -237,8 +237,10 @@ class SelectedPods:
 
 
 def _endpoint_fields(pod: PodRecord) -> tuple[object, ...]:
-    """What decides a pod's endpoints, besides its labels."""
+    """What decides a pod's endpoints, besides its labels. The uid is the targetRef's: a pod
+    deleted and re-created under its name while no watch was open comes back as an update."""
     return (
+        pod.uid,
         pod.ready,
         pod.terminating,
         pod.pod_ips,

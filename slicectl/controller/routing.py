@@ -14,7 +14,8 @@ index and adds keys to the queue — no listing, no scanning of every selector:
   hands the syncer that spec together with the current error. A change of its status alone
   syncs it only when the status is not what its last sync wanted (not our own write's echo);
 * a **slice** event syncs its selector when the tracker says it was not our own write
-  (an edit or a deletion by someone else), or when that selector's sync is waiting for the
+  (an edit or a deletion by someone else; an edit of the ownerReference bumps no generation,
+  so it is caught by comparison), or when that selector's sync is waiting for the
   cache to show its own writes (the echo it waited for has come);
 * a **relist** of slices settles the tracker's expectations and syncs the selectors whose
   slices vanished while no watch was open;
@@ -235,7 +236,10 @@ class Router:
         moved = set(before) - set(keys)  # relabelled away from a selector: that one must repair
         for key in moved:
             self.tracker.observe_deletion(key, old.uid)
-        changed = [k for k in keys if self.tracker.observe(k, new)]
+        # Not our write (a newer generation), or someone else's edit of the ownerReference,
+        # which changes no generation: the slice must be owned again (or replaced).
+        owner_edited = old.owner != new.owner
+        changed = [k for k in keys if self.tracker.observe(k, new) or owner_edited]
         self._enqueue([*changed, *moved], True, repair=True)
         self._wake_waiting(keys)
 
