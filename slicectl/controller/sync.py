@@ -226,8 +226,6 @@ class Syncer:
         if sel is None:
             self.forget(key)  # its slices are left to the garbage collector
             return SyncResult(key, WriteResult(), None)
-        if sel.deleting:
-            return SyncResult(key, WriteResult(), None)  # do not race the garbage collector
         if self._tracker.has_unknown_creates(key):
             # A create of ours may have landed unseen: ask the server, then wait for the cache.
             live = await self._writer.live_slices(sel.namespace, self._label_selector(sel))
@@ -293,7 +291,9 @@ class Syncer:
         )
         final = final_slices(existing, the_plan)
         retry = await self._report(key, sel, invalid or Outcome(final_counts(final)))
-        if len(final) > the_plan.desired_slices and (budget == 0 or the_plan.writes > 0):
+        if len(final) > the_plan.desired_slices and (budget == 0 or the_plan.writes > 0) and (
+            not sel.deleting  # the plan of a selector being deleted never compacts
+        ):
             # Fragmented: look again once quiet (or after this compaction step, if it helped).
             again = max(COMPACTION_QUIET - quiet, 0.0) if budget == 0 else COMPACTION_QUIET
             retry = again if retry is None else min(retry, again)
@@ -308,8 +308,8 @@ class Syncer:
 
     async def _report(self, key: str, sel: SelectorRecord, outcome: Outcome) -> float | None:
         """Hand the selector's new status to the publisher if it is worth a write."""
-        if self._status is None or not sel.api.has_status:
-            return None
+        if self._status is None or not sel.api.has_status or sel.deleting:
+            return None  # a selector being deleted gets no status write: it is going away
         now = self._clock()
         decision = decide(
             sel,

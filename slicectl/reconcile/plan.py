@@ -2,10 +2,12 @@
 
 Decides, across groups (family + port list), what :mod:`slicectl.reconcile.pack` does not:
 which existing slices are considered at all (only this manager's slices of this selector, not
-terminating), which are deleted outright (owned by another selector UID: never reused; or of a
-family / port list no longer wanted: reusable), the single placeholder slice when nothing is
-published, and recycling: a create paired with a reusable delete of the same address type
-becomes one update of that slice. No write is planned when nothing changed.
+terminating), what a selector being deleted may still publish (only endpoints its slices
+already list: no create, as upstream), which are deleted outright (owned by another selector
+UID: never reused; or of a family / port list no longer wanted: reusable), the single
+placeholder slice when nothing is published, and recycling: a create paired with a reusable
+delete of the same address type becomes one update of that slice. No write is planned when
+nothing changed.
 
 ``compaction_budget`` is the number of extra writes (beyond the fewest) the plan may spend to
 bring fragmented groups back to their ideal slice count (see :mod:`slicectl.reconcile.pack`);
@@ -18,8 +20,21 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 
-from slicectl.model.records import IPV4, NodeRecord, PodRecord, SelectorRecord, SliceRecord
-from slicectl.reconcile.desired import EndpointMemo, GroupKey, desired_state
+from slicectl.model.records import (
+    IPV4,
+    Endpoint,
+    NodeRecord,
+    PodRecord,
+    SelectorRecord,
+    SliceRecord,
+)
+from slicectl.reconcile.desired import (
+    DesiredState,
+    EndpointMemo,
+    GroupKey,
+    Identity,
+    desired_state,
+)
 from slicectl.reconcile.labels import desired_labels
 from slicectl.reconcile.pack import pack_group
 from slicectl.reconcile.ports import normalize_ports
@@ -56,6 +71,32 @@ def plan(
     if selector.error is not None or selector.selector.empty:
         return Plan()
     desired = desired_state(selector, pods, nodes, memo)
+    if not selector.deleting:
+        return _plan_for(selector, desired, existing_slices, settings, compaction_budget)
+    # Being deleted: publish only endpoints its slices list already. Anywhere first (one that
+    # changed ports then moves only if the slice it leaves can be recycled); if that still
+    # needs a create, only in the group that lists it, which never does.
+    existing = list(existing_slices)
+    owned = [s for s in existing if is_managed(selector, s, settings) and _owned(selector, s)]
+    for per_group in (False, True):
+        the_plan = _plan_for(selector, _only_published(desired, owned, per_group), existing,
+                             settings, 0)
+        if not the_plan.creates:
+            break
+    return the_plan
+
+
+def _owned(selector: SelectorRecord, slice_: SliceRecord) -> bool:
+    return slice_.owner is not None and slice_.owner.uid == selector.uid
+
+
+def _plan_for(
+    selector: SelectorRecord,
+    desired: DesiredState,
+    existing_slices: Iterable[SliceRecord],
+    settings: Settings,
+    compaction_budget: int,
+) -> Plan:
     labels = desired_labels(selector.name, selector.labels, settings.managed_by)
     max_n = settings.max_endpoints_per_slice
 
@@ -65,10 +106,10 @@ def plan(
     for s in existing_slices:
         if not is_managed(selector, s, settings):
             continue
-        if s.owner is None or s.owner.uid != selector.uid:
+        if not _owned(selector, s):
             foreign.append(s)
             continue
-        key = (s.address_type, normalize_ports(s.ports))
+        key = _group_of(s)
         (by_group[key] if key in desired.groups else reusable).append(s)
     removed = sum(len(s.endpoints) for s in (*foreign, *reusable))
 
@@ -87,7 +128,7 @@ def plan(
         added += result.added
         removed += result.removed
 
-    if not (creates or updates or kept):
+    if not (creates or updates or kept or selector.deleting):
         placeholder = _placeholder(selector, labels, reusable)
         if isinstance(placeholder, SliceSpec):
             creates.append(placeholder)
@@ -109,6 +150,28 @@ def plan(
 def _group_order(group: GroupKey) -> tuple[str, list[tuple[str, str, int, str]]]:
     family, ports = group
     return family, [(p.name, p.protocol, p.port or 0, p.app_protocol or "") for p in ports]
+
+
+def _group_of(slice_: SliceRecord) -> GroupKey:
+    return slice_.address_type, normalize_ports(slice_.ports)
+
+
+def _only_published(
+    desired: DesiredState, owned: list[SliceRecord], per_group: bool
+) -> DesiredState:
+    """The desired endpoints a selector being deleted keeps: those its slices already list
+    (in the same group when ``per_group``). Upstream creates no slice for an owner being
+    deleted (it would race the garbage collector); publishing nothing new means no endpoint
+    needs a new slice, so its slices (kept while a finalizer holds the owner) only lose dead
+    endpoints and keep conditions current. A group left empty empties its slices."""
+    listed: dict[GroupKey | None, set[Identity]] = defaultdict(set)
+    for s in owned:
+        listed[_group_of(s) if per_group else None].update(ep.identity for ep in s.endpoints)
+    groups: dict[GroupKey, dict[Identity, Endpoint]] = {}
+    for group, endpoints in desired.groups.items():
+        published = listed.get(group if per_group else None, set())
+        groups[group] = {i: ep for i, ep in endpoints.items() if i in published}
+    return DesiredState(desired.families, groups)
 
 
 def _placeholder(

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -27,6 +28,7 @@ from tests.integration.support import (
     options,
     running_controller,
     selector_body,
+    set_ready,
     slices_of,
     wait_until,
 )
@@ -50,6 +52,31 @@ def trigger_of(slice_: dict[str, Any]) -> float:
         ANNOTATION_TRIGGER_TIME))
     assert value is not None, slice_["metadata"]
     return value
+
+
+async def test_a_selector_being_deleted_keeps_its_slices_true(cluster: Cluster) -> None:
+    c = cluster
+    await ensure_node(c.client, "node-a", "zone-a")
+    for i, name in enumerate(("a", "b")):
+        await create_pod(c.client, c.namespace, name, f"10.0.0.{i + 1}", WEB)
+    body = selector_body("web", WEB)
+    body["metadata"]["finalizers"] = ["example.com/cleanup"]
+    await c.client.create(ESEL, body, c.namespace)
+    try:
+        async with running_controller(options(c.kubeconfig, c.namespace)):
+            await settle(c, "2 endpoints", lambda s: len(listed(s)) == 2)
+            await c.client.delete(ESEL, "web", c.namespace)
+            assert (await c.client.get(ESEL, "web", c.namespace))["metadata"].get(
+                "deletionTimestamp")
+            await c.client.delete(PODS, "b", c.namespace, grace_period_seconds=0)
+            await set_ready(c.client, c.namespace, "a", False)
+            await create_pod(c.client, c.namespace, "new", "10.0.0.9", WEB)
+            await settle(c, "b dropped, a unready", lambda s: set(listed(s)) == {"a"}
+                         and listed(s)["a"]["conditions"]["ready"] is False)
+            await asyncio.sleep(0.5)  # the new pod would need a create: none comes
+            assert set(listed(await slices_of(c.client, c.namespace, "web"))) == {"a"}
+    finally:
+        await c.client.patch(ESEL, "web", {"metadata": {"finalizers": None}}, c.namespace)
 
 
 async def test_a_stripped_owner_reference_is_put_right(cluster: Cluster) -> None:
