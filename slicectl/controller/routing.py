@@ -25,7 +25,8 @@ Each change carries its trigger time, as upstream computes ``last-change-trigger
 pod whose Ready condition changed (or that appeared with one), that condition's
 ``lastTransitionTime``; otherwise the time the change was observed (the records carry no better
 change time). The queue keeps the oldest per selector: the oldest change the next write
-reflects.
+reflects. A selector's first sync by this process has no such history and takes its time from
+the objects (see :mod:`slicectl.reconcile.trigger`).
 
 Queue keys are ``<api group>/<namespace>/<name>`` so two selector flavours with the same name in
 one namespace never share a key or each other's slices.

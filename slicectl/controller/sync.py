@@ -59,7 +59,7 @@ from slicectl.model.records import (
 )
 from slicectl.model.selector import from_label_selector
 from slicectl.model.timefmt import rfc3339_nano
-from slicectl.reconcile import EndpointMemo, Plan, Settings, plan
+from slicectl.reconcile import EndpointMemo, Plan, Settings, first_sync_trigger, plan
 
 log = structlog.get_logger("slicectl.sync")
 
@@ -251,8 +251,11 @@ class Syncer:
         # O(selected pods): the index hands over this selector's pods only.
         budget, quiet = self._compaction_budget(key, trigger)
         memo = self._memos.get(key)
-        if memo is None:
+        if memo is None:  # this process's first sync of the selector: no change history
             memo = self._memos[key] = EndpointMemo()
+            first = first_sync_trigger(spec, pods, existing, self._settings)
+            if first is not None:
+                trigger = first if trigger is None else min(trigger, first)
         the_plan = plan(spec, pods, self._in.nodes(), existing, self._settings,
                         compaction_budget=budget, memo=memo)
         if not the_plan.empty and not token.reserved and (wait := self._writer.reserve(token)):

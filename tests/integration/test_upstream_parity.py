@@ -19,7 +19,7 @@ import pytest
 
 from slicectl.kube.resources import ENDPOINTSLICES, PODS
 from slicectl.model.records import ANNOTATION_TRIGGER_TIME
-from slicectl.model.timefmt import parse_rfc3339
+from slicectl.model.timefmt import parse_rfc3339, rfc3339
 from tests.integration.conftest import Cluster
 from tests.integration.support import (
     ESEL,
@@ -111,3 +111,32 @@ async def test_a_pod_recreated_during_a_watch_gap_gets_its_new_uid(cluster: Clus
         uid = new["metadata"]["uid"]
         await settle(c, "the new uid", lambda s: len(listed(s)) == 1
                      and listed(s)["web-0"]["targetRef"]["uid"] == uid)
+
+
+async def test_a_new_selectors_first_write_carries_its_creation_time(cluster: Cluster) -> None:
+    c = cluster
+    await ensure_node(c.client, "node-a", "zone-a")
+    await create_pod(c.client, c.namespace, "a", "10.0.0.1", WEB)
+    async with running_controller(options(c.kubeconfig, c.namespace)):
+        sel = await c.client.create(ESEL, selector_body("web", WEB), c.namespace)
+        await settle(c, "1 endpoint", lambda s: len(listed(s)) == 1)
+        (s,) = await slices_of(c.client, c.namespace, "web")
+        assert trigger_of(s) == parse_rfc3339(sel["metadata"]["creationTimestamp"])
+
+
+async def test_a_change_while_down_carries_its_ready_time(cluster: Cluster) -> None:
+    c = cluster
+    await ensure_node(c.client, "node-a", "zone-a")
+    await create_pod(c.client, c.namespace, "a", "10.0.0.1", WEB)
+    await c.client.create(ESEL, selector_body("web", WEB), c.namespace)
+    async with running_controller(options(c.kubeconfig, c.namespace)):
+        await settle(c, "1 endpoint", lambda s: len(listed(s)) == 1)
+    changed = rfc3339()
+    await c.client.patch(PODS, "a", {"status": {"conditions": [
+        {"type": "Ready", "status": "False", "lastTransitionTime": changed}]}},
+        c.namespace, subresource="status")
+    await asyncio.sleep(1.2)  # the restart is later than the change by more than a second
+    async with running_controller(options(c.kubeconfig, c.namespace)):
+        await settle(c, "a unready", lambda s: listed(s)["a"]["conditions"]["ready"] is False)
+        (s,) = await slices_of(c.client, c.namespace, "web")
+        assert trigger_of(s) == parse_rfc3339(changed)

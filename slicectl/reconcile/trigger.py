@@ -1,0 +1,63 @@
+"""The trigger time of a selector's first sync by this process, taken from the objects.
+
+Why: while the process runs, each change carries its own time into the queue (a pod's Ready
+``lastTransitionTime``, else the moment it was observed; see
+:mod:`slicectl.controller.routing`). A selector's first sync has no such history: a selector
+just created, or one whose pods changed while no slicectl was running. Upstream's tracker
+answers with the Service's ``creationTimestamp`` for a Service it has not seen, combined with
+every pod's Ready time; that turns each restart's writes into changes as old as the oldest pod.
+
+What it decides, from what the slices already say:
+
+* no slice owned by this selector (uid) exists: the write publishes the selector itself, so
+  its ``creationTimestamp`` (a selector re-created under the same name gets its own);
+* otherwise, the oldest Ready transition among its pods that is newer than the newest
+  ``last-change-trigger-time`` its slices carry: the oldest change the last writer did not
+  reflect (a pod that turned unready, or ready, while slicectl was down; one that changed
+  within the last write's batch window may be counted again, an overstatement of at most that
+  window);
+* None when neither tells (no annotation, or no newer transition: a deletion has no time of
+  its own), and the caller keeps the time it observed the change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from slicectl.model.records import ANNOTATION_TRIGGER_TIME, PodRecord, SelectorRecord, SliceRecord
+from slicectl.model.timefmt import parse_rfc3339
+from slicectl.reconcile.plan import is_managed
+from slicectl.reconcile.types import Settings
+
+
+def first_sync_trigger(
+    selector: SelectorRecord,
+    pods: Iterable[PodRecord],
+    existing_slices: Iterable[SliceRecord],
+    settings: Settings,
+) -> float | None:
+    """The trigger time (Unix seconds) of ``selector``'s first sync (module docstring)."""
+    owned = [
+        s for s in existing_slices
+        if is_managed(selector, s, settings) and s.owner is not None
+        and s.owner.uid == selector.uid
+    ]
+    if not owned:
+        return parse_rfc3339(selector.creation_timestamp)
+    written = [parse_rfc3339(s.annotations.get(ANNOTATION_TRIGGER_TIME)) for s in owned]
+    last = max((t for t in written if t is not None), default=None)
+    if last is None:
+        return None
+    parsed: dict[str, float | None] = {}  # pods share their transition strings
+    oldest: float | None = None
+    for pod in pods:
+        text = pod.ready_transition
+        if not text:
+            continue
+        when = parsed.get(text)
+        if text not in parsed:
+            when = parsed[text] = parse_rfc3339(text)
+        # Whole seconds: a transition stamped in the last write's second may follow it.
+        if when is not None and when > last - 1.0 and (oldest is None or when < oldest):
+            oldest = when
+    return oldest
