@@ -16,6 +16,7 @@ import signal
 import sys
 
 from slicectl.cli.gctune import freeze_survivors
+from slicectl.sim.lifecycle import GC_DELAY
 from slicectl.sim.server import EmbeddedApiServer
 
 
@@ -63,6 +64,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "(default: sized as the real cacher sizes it; 0 = unbounded)")
     parser.add_argument("--no-kubelet", dest="kubelet", action="store_false",
                         help="do not finish graceful pod deletions; a client plays the kubelet")
+    parser.add_argument("--no-garbage-collector", dest="gc", action="store_false",
+                        help="never collect dependents of deleted owners, as a cluster without "
+                             "kube-controller-manager (envtest)")
     parser.add_argument("--pod-grace-scale", type=_non_negative, default=1.0,
                         help="multiply pod termination grace periods by this (the built-in "
                              "kubelet removes a deleted pod after its scaled grace period)")
@@ -97,7 +101,8 @@ async def _serve(args: argparse.Namespace) -> None:
                                watch_history_seconds=args.watch_history_seconds,
                                compaction_seconds=args.compaction_seconds,
                                watcher_buffer=args.watcher_buffer, kubelet=args.kubelet,
-                               pod_grace_scale=args.pod_grace_scale)
+                               pod_grace_scale=args.pod_grace_scale,
+                               gc_delay=GC_DELAY if args.gc else None)
     faults = server.faults
     faults.latency_ms = args.inject_latency_ms
     faults.error_rate = args.inject_error_rate

@@ -12,12 +12,17 @@ stripped; Foreground: the ``foregroundDeletion`` finalizer until the dependents 
 dependents whose owners do not exist (deleted, or the dangling reference removed when another
 owner lives), and namespace termination (phase Terminating, contents deleted, then the
 ``kubernetes`` finalizer removed).
-Background work runs on the event loop right after the request that caused it.
+Background work (the namespace controller's) runs on the event loop right after the request
+that caused it. The garbage collector's runs ``GC_DELAY`` later, as a real one acts only once
+its informers have seen the change: a client that deletes an owner and re-creates it under the
+same name meets the old dependents for a while. ``gc_delay=None`` is a cluster without one
+(envtest): dependents and the orphan / foreground finalizers are then left as they are.
 """
 
 from __future__ import annotations
 
 import asyncio
+import random
 from typing import Any
 
 from slicectl.sim import errors
@@ -30,6 +35,8 @@ from slicectl.sim.types import ResourceType
 ORPHAN = "orphan"
 FOREGROUND = "foregroundDeletion"
 NAMESPACE_POLL = 0.05
+GC_DELAY = (0.05, 0.5)
+"""Seconds (uniform, low and high) from a change to the garbage collector acting on it."""
 
 
 def pod_grace(pod: Obj, options: dict[str, Any]) -> int:
@@ -47,9 +54,12 @@ def pod_grace(pod: Obj, options: dict[str, Any]) -> int:
 
 
 class Lifecycle:
-    def __init__(self, store: Store, registry: Registry) -> None:
+    def __init__(self, store: Store, registry: Registry,
+                 gc_delay: tuple[float, float] | None = GC_DELAY) -> None:
         self.store = store
         self.registry = registry
+        self.gc_delay = gc_delay
+        self._random = random.Random()
         self.tasks: set[asyncio.Task[None]] = set()
         store.hooks.append(self._on_event)
 
@@ -131,7 +141,11 @@ class Lifecycle:
     # -- garbage collection -----------------------------------------------------------------
 
     def _soon(self, fn: Any, *args: Any) -> None:
-        asyncio.get_running_loop().call_soon(fn, *args)
+        """Run a garbage collector step once it would have seen the change (module doc)."""
+        if self.gc_delay is None:
+            return
+        low, high = self.gc_delay
+        asyncio.get_running_loop().call_later(self._random.uniform(low, high), fn, *args)
 
     def _on_event(self, skey: StorageKey, event: Event) -> None:
         if event.type == "DELETED":

@@ -29,7 +29,7 @@ from slicectl.sim.auth import authorized, new_token, write_kubeconfig
 from slicectl.sim.faults import Faults
 from slicectl.sim.handlers import Api, json_response
 from slicectl.sim.kubelet import Kubelet
-from slicectl.sim.lifecycle import Lifecycle
+from slicectl.sim.lifecycle import GC_DELAY, Lifecycle
 from slicectl.sim.metrics import RequestCounter
 from slicectl.sim.objects import now_timestamp
 from slicectl.sim.openapi import OpenAPI
@@ -46,19 +46,22 @@ class EmbeddedApiServer:
                  kubeconfig_path: str | Path | None = None, *,
                  watch_history_seconds: float = 75.0, compaction_seconds: float = 300.0,
                  watcher_buffer: int | None = None,
-                 kubelet: bool = True, pod_grace_scale: float = 1.0) -> None:
+                 kubelet: bool = True, pod_grace_scale: float = 1.0,
+                 gc_delay: tuple[float, float] | None = GC_DELAY) -> None:
         """Defaults are a real kube-apiserver's: 75 s of watch history (older RVs: 410;
         Exact lists and continue tokens live until etcd compaction, ``compaction_seconds``),
         bookmarks every 60 s, watchers closed when they fall behind their cacher-sized buffer
         (``watcher_buffer`` overrides the size; 0 = unbounded), and a kubelet that finishes the
-        graceful deletion of pods bound to a node (``kubelet=False``: the client plays it)."""
+        graceful deletion of pods bound to a node (``kubelet=False``: the client plays it),
+        and a garbage collector that acts ``gc_delay`` seconds (uniform, low and high) after
+        the change it follows (None: no garbage collector, as envtest)."""
         self.host = host
         self.port = port
         self.token = token or new_token()
         self.store = Store(watch_cache_size, watch_history_seconds, compaction_seconds)
         self.store.watcher_buffer = watcher_buffer
         self.registry = Registry()
-        self.lifecycle = Lifecycle(self.store, self.registry)
+        self.lifecycle = Lifecycle(self.store, self.registry, gc_delay)
         self.kubelet = Kubelet(self.store, self.lifecycle, pod_grace_scale) if kubelet else None
         self.api = Api(self.store, self.registry, self.lifecycle, bookmark_interval)
         self.faults = Faults(self.store)

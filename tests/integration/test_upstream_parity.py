@@ -140,3 +140,24 @@ async def test_a_change_while_down_carries_its_ready_time(cluster: Cluster) -> N
         await settle(c, "a unready", lambda s: listed(s)["a"]["conditions"]["ready"] is False)
         (s,) = await slices_of(c.client, c.namespace, "web")
         assert trigger_of(s) == parse_rfc3339(changed)
+
+
+async def test_a_selector_re_created_at_once_replaces_the_old_slices(cluster: Cluster) -> None:
+    """Deleted and re-created under its name before the garbage collector acted: the slices
+    of the old uid are not reused (their owner is gone) but deleted, the new one gets its own."""
+    c = cluster
+    await ensure_node(c.client, "node-a", "zone-a")
+    for i, name in enumerate(("a", "b")):
+        await create_pod(c.client, c.namespace, name, f"10.0.0.{i + 1}", WEB)
+    old = await c.client.create(ESEL, selector_body("web", WEB), c.namespace)
+    async with running_controller(options(c.kubeconfig, c.namespace)):
+        await settle(c, "2 endpoints", lambda s: len(listed(s)) == 2)
+        await c.client.delete(ESEL, "web", c.namespace)
+        new = await c.client.create(ESEL, selector_body("web", WEB), c.namespace)
+        assert new["metadata"]["uid"] != old["metadata"]["uid"]
+
+        def owners(slices: list[dict[str, Any]]) -> set[str]:
+            return {o["uid"] for s in slices for o in s["metadata"].get("ownerReferences") or []}
+
+        await settle(c, "only the new selector's slices", lambda s: owners(s) == {
+            new["metadata"]["uid"]} and set(listed(s)) == {"a", "b"} and len(s) == 1)

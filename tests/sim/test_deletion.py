@@ -104,3 +104,26 @@ async def test_lease_put_creates(raw: Raw) -> None:
              "metadata": {"name": "l"}, "spec": {"holderIdentity": "me"}}
     code, body, _ = await raw.request("PUT", LEASES + "/l", lease)
     assert code == 201 and body["spec"]["holderIdentity"] == "me"
+
+
+async def test_the_garbage_collector_acts_after_a_while(srv: Any, raw: Raw) -> None:
+    """A real collector acts once its informers see the deletion: the dependent is still
+    there right after the owner's DELETE returns, then goes."""
+    srv.lifecycle.gc_delay = (0.3, 0.3)
+    _, owner, _ = await raw.request("POST", PODS, pod("owner"))
+    await raw.request("POST", PODS, pod("dep", **owned_by(owner)))
+    await raw.request("DELETE", PODS + "/owner")
+    code, _, _ = await raw.request("GET", PODS + "/dep")
+    assert code == 200
+    assert await _until_gone(raw, PODS + "/dep")
+
+
+async def test_without_a_garbage_collector_dependents_stay(srv: Any, raw: Raw) -> None:
+    """``gc_delay=None`` is a cluster with no controller-manager (envtest)."""
+    srv.lifecycle.gc_delay = None
+    _, owner, _ = await raw.request("POST", PODS, pod("owner"))
+    await raw.request("POST", PODS, pod("dep", **owned_by(owner)))
+    await raw.request("DELETE", PODS + "/owner")
+    await asyncio.sleep(0.3)
+    code, dep, _ = await raw.request("GET", PODS + "/dep")
+    assert code == 200 and dep["metadata"]["ownerReferences"][0]["uid"] == owner["metadata"]["uid"]

@@ -150,6 +150,9 @@ def test_apiserver_command_defaults_to_the_realistic_server() -> None:
     assert (args.watch_history_seconds, args.bookmark_interval, args.watch_cache_size,
             args.compaction_seconds) == (75.0, 60.0, 100 * 1024, 300.0)
     assert args.watcher_buffer is None and args.kubelet and args.pod_grace_scale == 1.0
+    assert args.gc
     args = build_parser().parse_args(["apiserver", "--port", "0", "--no-kubelet",
-                                      "--watcher-buffer", "0", "--pod-grace-scale", "0.1"])
+                                      "--watcher-buffer", "0", "--pod-grace-scale", "0.1",
+                                      "--no-garbage-collector"])
     assert not args.kubelet and args.watcher_buffer == 0 and args.pod_grace_scale == 0.1
+    assert not args.gc
