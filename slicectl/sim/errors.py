@@ -125,15 +125,27 @@ STALE_OBJECT = (
 )
 
 
+def _summary(causes: list[dict[str, Any]]) -> str:
+    """``ErrorList.ToAggregate()`` as ``NewInvalid`` prints it: ``field: message`` items."""
+    texts = [f"{c['field']}: {c['message']}" if c.get("field") else c["message"] for c in causes]
+    return texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
+
+
 def invalid(rt: ResourceType, name: str, causes: list[dict[str, Any]]) -> ApiError:
     """422 listing ``causes`` (``{reason, message, field}``) as ``field: message`` items."""
-    texts = [f"{c['field']}: {c['message']}" if c.get("field") else c["message"] for c in causes]
-    summary = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
     group_kind = f"{rt.kind}.{rt.group}" if rt.group else rt.kind
     details = _details(rt, name, kind=rt.kind)
     details["causes"] = causes
     quoted = json.dumps(name, ensure_ascii=False)  # Go's %q of the name
-    return ApiError(422, "Invalid", f"{group_kind} {quoted} is invalid: {summary}", details)
+    return ApiError(422, "Invalid", f"{group_kind} {quoted} is invalid: {_summary(causes)}",
+                    details)
+
+
+def options_invalid(kind: str, causes: list[dict[str, Any]]) -> ApiError:
+    """422 of a request's options (``ListOptions``, ``CreateOptions``, ``DeleteOptions``...):
+    ``NewInvalid`` of the ``meta.k8s.io`` kind with no name."""
+    return ApiError(422, "Invalid", f'{kind}.meta.k8s.io "" is invalid: {_summary(causes)}',
+                    {"group": "meta.k8s.io", "kind": kind, "causes": causes})
 
 
 def bad_request(message: str) -> ApiError:

@@ -1,7 +1,8 @@
 """The REST verbs on one resource type: get, list, watch, create, update, patch, delete.
 
-Decides the request flow of the generic registry: decode (JSON, YAML, or the protobuf kubectl's
-typed clients send, :mod:`slicectl.sim.protobuf`) and type-check the body, prune and
+Decides the request flow of the generic registry: validate the request's options
+(:mod:`slicectl.sim.options`), decode (JSON, YAML, or the protobuf kubectl's typed clients
+send, :mod:`slicectl.sim.protobuf`) and type-check the body, prune and
 report unknown fields (``fieldValidation`` Strict -> 400, Warn -> a Warning header), apply the
 strategy (:mod:`slicectl.sim.objects`), default, validate (422 with causes), check existence
 and optimistic concurrency (404, 409 AlreadyExists, 409 Conflict), record managedFields
@@ -21,10 +22,10 @@ import orjson
 import yaml
 from aiohttp import web
 
-from slicectl.sim import errors, listoptions, protobuf, watch
+from slicectl.sim import errors, listoptions, options, protobuf, watch
 from slicectl.sim.lifecycle import Lifecycle
 from slicectl.sim.listing import list_objects, make_filter
-from slicectl.sim.managed import check_field_manager, manager_name, record
+from slicectl.sim.managed import manager_name, record
 from slicectl.sim.negotiation import (
     Representation,
     is_a_list,
@@ -157,8 +158,9 @@ class Api:
 
     # -- writes -----------------------------------------------------------------------------
 
-    async def _body(self, request: web.Request, rt: ResourceType) -> Obj:
+    async def _body(self, request: web.Request, rt: ResourceType, options_kind: str) -> Obj:
         raw = await request.read()
+        options.validate_write(options_kind, request.query)
         media = request.content_type
         try:
             if is_protobuf(media):
@@ -193,7 +195,7 @@ class Api:
     def _unknown_fields(self, request: web.Request, rt: ResourceType, obj: Obj) -> None:
         """As the decoder does: Strict refuses unknown fields, Warn reports them in a Warning
         (sent with any answer, an error too); they are pruned unless Strict."""
-        mode = request.query.get("fieldValidation", "Warn")
+        mode = options.field_validation(request.query)
         unknown = prune_unknown(rt, obj, mode == "Strict")
         if unknown and mode == "Strict":
             raise errors.bad_request(strict_decoding_error(rt, unknown))
@@ -235,7 +237,7 @@ class Api:
     @errors.keeps_headers
     async def create(self, request: web.Request, rt: ResourceType,
                      namespace: str) -> web.Response:
-        body = await self._body(request, rt)
+        body = await self._body(request, rt, "CreateOptions")
         body_ns = (body.get("metadata") or {}).get("namespace") if isinstance(
             body.get("metadata"), dict) else None
         if rt.namespaced and body_ns and body_ns != namespace:
@@ -246,6 +248,7 @@ class Api:
     def _create(self, request: web.Request, rt: ResourceType, namespace: str,
                 body: Obj) -> web.Response:
         headers = errors.response_headers(request)
+        dry_run = options.dry_run(request.query)
         prepare_create(rt, body, namespace)
         name = body["metadata"]["name"]
         self._admit(request, rt, body, None)
@@ -255,7 +258,7 @@ class Api:
         if rt is CRD_TYPE:
             body["status"] = crd_status(body)
         self._record(request, rt, None, body, "")
-        if request.query.get("dryRun") == "All":
+        if dry_run:
             return self._answer(request, rt, body, 201, headers)
         stored = self.store.put(rt, body)
         if rt is CRD_TYPE:
@@ -265,7 +268,7 @@ class Api:
     @errors.keeps_headers
     async def update(self, request: web.Request, rt: ResourceType, namespace: str, name: str,
                      subresource: str) -> web.Response:
-        body = await self._body(request, rt)
+        body = await self._body(request, rt, "UpdateOptions")
         check_name(body, name, namespace)
         meta = body["metadata"]
         old = self.store.get(rt, namespace, name)
@@ -291,6 +294,8 @@ class Api:
     async def patch(self, request: web.Request, rt: ResourceType, namespace: str, name: str,
                     subresource: str) -> web.Response:
         raw = await request.read()
+        options.validate_write("PatchOptions", request.query,
+                               apply=request.content_type == APPLY_PATCH)
         old = self._existing(rt, namespace, name)
         try:
             patched = apply_patch(old, raw, request.headers.get("Content-Type", ""), rt)
@@ -319,7 +324,7 @@ class Api:
         bump_generation(rt, old, result)
         result["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
         self._record(request, rt, old, result, subresource)
-        if request.query.get("dryRun") == "All" or result == old:
+        if options.dry_run(request.query) or result == old:
             return self._answer(request, rt, old if result == old else result, 200, headers)
         if deletion_done(result):
             return self._answer(request, rt, self.store.remove(rt, old), 200, headers)
@@ -331,12 +336,9 @@ class Api:
     def _record(self, request: web.Request, rt: ResourceType, old: Obj | None, new: Obj,
                 subresource: str) -> None:
         """Who changed what: ``metadata.managedFields`` (:mod:`slicectl.sim.managed`)."""
-        field_manager = request.query.get("fieldManager", "")
-        apply = request.content_type == APPLY_PATCH
-        check_field_manager(field_manager, apply, {"POST": "CreateOptions", "PUT": "UpdateOptions"}
-                            .get(request.method, "PatchOptions"))
+        field_manager = request.query.get("fieldManager", "")  # validated with the options
         manager = manager_name(field_manager, request.headers.get("User-Agent", ""))
-        operation = "Apply" if apply else "Update"
+        operation = "Apply" if request.content_type == APPLY_PATCH else "Update"
         record(old, new, manager, operation, subresource, rt.group_version,
                "status" in rt.subresources)
 
@@ -348,30 +350,13 @@ class Api:
 
     async def _delete_options(self, request: web.Request) -> dict[str, Any]:
         raw = await request.read()
-        options: dict[str, Any] = {}
-        if raw.strip():
-            try:
-                if is_protobuf(request.content_type):
-                    options = protobuf.decode(raw)
-                else:
-                    options = orjson.loads(raw)
-            except (orjson.JSONDecodeError, ProtobufError) as exc:
-                raise errors.bad_request(f"invalid DeleteOptions: {exc}") from exc
-            if not isinstance(options, dict):
-                raise errors.bad_request("invalid DeleteOptions: expected an object")
-        query = request.query
-        if "propagationPolicy" in query:
-            options["propagationPolicy"] = query["propagationPolicy"]
-        if "gracePeriodSeconds" in query:
-            options["gracePeriodSeconds"] = int(query["gracePeriodSeconds"])
-        if "orphanDependents" in query:
-            options["orphanDependents"] = query["orphanDependents"] == "true"
-        return options
+        return options.delete_options(raw, request.content_type, request.query)
 
-    def _delete_one(self, rt: ResourceType, obj: Obj, options: dict[str, Any]) -> tuple[Obj, bool]:
+    def _delete_one(self, rt: ResourceType, obj: Obj,
+                    delete_options: dict[str, Any]) -> tuple[Obj, bool]:
         if rt is CRD_TYPE:
             self._drop_custom_objects(obj)
-        result, gone = self.lifecycle.delete(rt, obj, options)
+        result, gone = self.lifecycle.delete(rt, obj, delete_options)
         if rt is CRD_TYPE and gone:
             self.registry.remove_crd(obj["metadata"]["name"])
         return result, gone
@@ -386,11 +371,11 @@ class Api:
 
     async def delete(self, request: web.Request, rt: ResourceType, namespace: str,
                      name: str) -> web.Response:
-        options = await self._delete_options(request)
+        delete_options = await self._delete_options(request)
         obj = self._existing(rt, namespace, name)
-        if request.query.get("dryRun") == "All" or "All" in (options.get("dryRun") or ()):
+        if delete_options.get("dryRun"):
             return self._answer(request, rt, obj)
-        result, gone = self._delete_one(rt, obj, options)
+        result, gone = self._delete_one(rt, obj, delete_options)
         if gone and not returns_deleted_object(rt):
             details: dict[str, Any] = {"name": name}
             if rt.group:
@@ -402,13 +387,14 @@ class Api:
 
     async def delete_collection(self, request: web.Request, rt: ResourceType,
                                 namespace: str) -> web.Response:
-        options = await self._delete_options(request)
         query = dict(request.query)
         query.pop("limit", None)
         query.pop("continue", None)
         listoptions.validate(query, watch=False)
+        delete_options = await self._delete_options(request)
         items, meta = list_objects(self.store, rt, make_filter(rt, namespace, query), query)
-        deleted = [self._delete_one(rt, obj, options)[0] for obj in items]
+        deleted = items if delete_options.get("dryRun") else [
+            self._delete_one(rt, obj, delete_options)[0] for obj in items]
         meta["resourceVersion"] = str(self.store.rv)
         return json_response({"kind": rt.list_kind, "apiVersion": rt.group_version,
                               "metadata": meta, "items": deleted})
