@@ -2,7 +2,9 @@
 
 Decides the server-owned metadata (name from generateName: the prefix cut to 58 characters
 plus 5 from the real suffix alphabet; uid, creationTimestamp, generation), that an update or
-patch may not rename the object (400, ``checkName``), which part of an object a write may
+patch may not rename the object (400, ``checkName``), what ``rest.BeforeUpdate`` keeps of the
+body's metadata (a non-empty uid, a deletionTimestamp or grace period the stored object lacks:
+left for validation to refuse, never silently replaced), which part of an object a write may
 change (main resource writes keep the old status of types with a status subresource; /status
 writes keep everything but status; namespace finalizers change only through /finalize), when
 generation is bumped (per :func:`slicectl.sim.resources.generation_policy`; EndpointSlices
@@ -26,8 +28,8 @@ from slicectl.sim.storage import Obj
 from slicectl.sim.types import ResourceType
 
 NAME_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
-_SERVER_META = ("uid", "creationTimestamp", "generation", "deletionTimestamp",
-                "deletionGracePeriodSeconds", "namespace", "name", "selfLink")
+_SERVER_META = ("creationTimestamp", "generation", "namespace", "name", "selfLink")
+_DELETION_META = ("uid", "deletionTimestamp", "deletionGracePeriodSeconds")
 
 
 def now_timestamp() -> str:
@@ -146,23 +148,29 @@ def _qos_class(pod: Obj) -> str:
 def prepare_update(rt: ResourceType, old: Obj, new: Obj, subresource: str) -> Obj:
     """The object to store for a write of ``new`` over ``old`` (``new`` may be changed)."""
     old_meta = old["metadata"]
-    if subresource == "status":
+    if subresource in ("status", "finalize"):
         result = {**old, "metadata": dict(old_meta)}
-        if "status" in new:
+        if subresource == "finalize":
+            spec = dict(old.get("spec") or {})
+            spec["finalizers"] = (new.get("spec") or {}).get("finalizers") or []
+            result["spec"] = spec
+        elif "status" in new:
             result["status"] = new["status"]
         else:
             result.pop("status", None)
+        uid = metadata_of(rt, new).get("uid")
+        if uid and not rt.is_custom:
+            # the built-in status strategies keep the body's uid (a custom resource's keeps
+            # the stored metadata whole): BeforeUpdate leaves a changed one to validation
+            result["metadata"]["uid"] = uid
         return result
-    if subresource == "finalize":
-        spec = dict(old.get("spec") or {})
-        spec["finalizers"] = (new.get("spec") or {}).get("finalizers") or []
-        return {**old, "metadata": dict(old_meta), "spec": spec}
     meta = metadata_of(rt, new)
     for key in _SERVER_META:
         if key in old_meta:
             meta[key] = old_meta[key]
         else:
             meta.pop(key, None)
+    _before_update(meta, old_meta)
     new["apiVersion"] = rt.group_version
     new["kind"] = rt.kind
     if "status" in rt.subresources:
@@ -173,6 +181,23 @@ def prepare_update(rt: ResourceType, old: Obj, new: Obj, subresource: str) -> Ob
     if rt.group == "" and rt.plural == "namespaces":
         new["spec"] = old.get("spec") or {}
     return new
+
+
+def _before_update(meta: dict[str, Any], old_meta: dict[str, Any]) -> None:
+    """``rest.BeforeUpdate``: the stored uid only when the body has none; the stored
+    deletionTimestamp when there is one (an update never removes or moves it), the stored
+    grace period when the body has none. Anything else the body says of them stays, for
+    ``ValidateObjectMetaAccessorUpdate`` to refuse."""
+    for key in _DELETION_META:
+        if meta.get(key) is None or meta.get(key) == "":
+            meta.pop(key, None)
+    if not meta.get("uid") and old_meta.get("uid"):
+        meta["uid"] = old_meta["uid"]
+    if old_meta.get("deletionTimestamp"):
+        meta["deletionTimestamp"] = old_meta["deletionTimestamp"]
+    grace = old_meta.get("deletionGracePeriodSeconds")
+    if grace is not None and meta.get("deletionGracePeriodSeconds") is None:
+        meta["deletionGracePeriodSeconds"] = grace
 
 
 def bump_generation(rt: ResourceType, old: Obj, new: Obj) -> None:

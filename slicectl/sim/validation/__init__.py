@@ -29,7 +29,7 @@ from slicectl.sim.validation.decode import decode_error as _decode_error
 from slicectl.sim.validation.endpointslice import validate_endpointslice
 from slicectl.sim.validation.errors import Cause
 from slicectl.sim.validation.govalues import stored_numbers
-from slicectl.sim.validation.meta import validate_object_meta
+from slicectl.sim.validation.meta import validate_object_meta, validate_object_meta_update
 from slicectl.sim.validation.names import dns1123_label_errors, dns1123_subdomain_errors
 from slicectl.sim.validation.pod_update import validate_pod_update
 from slicectl.sim.validation.prune import Compiler, Node, prune
@@ -45,7 +45,16 @@ def validate(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None,
              subresource: str = "") -> list[Cause]:
     """Status causes for ``obj`` (empty when valid); ``old`` is the stored object on update.
     A custom resource's ``status`` subresource write has only its ``.status`` checked against
-    the schema (rooted there: ``endpoints in body`` for ``status.endpoints``)."""
+    the schema (rooted there: ``endpoints in body`` for ``status.endpoints``). On update the
+    metadata rules of every kind come first (``BeforeUpdate`` checks them before the
+    strategy's own)."""
+    causes = [] if old is None else validate_object_meta_update(obj.get("metadata"),
+                                                                 old.get("metadata"))
+    return causes + _validate_kind(rt, obj, old, subresource)
+
+
+def _validate_kind(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None,
+                   subresource: str) -> list[Cause]:
     key = (rt.group, rt.kind)
     if key == ("discovery.k8s.io", "EndpointSlice"):
         return validate_endpointslice(obj, old)

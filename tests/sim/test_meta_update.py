@@ -1,0 +1,102 @@
+"""The metadata rules a real server applies on every write, whatever the kind.
+
+Why: the embedded server is the test oracle of a client that builds its own bodies; where it
+is kinder than a real kube-apiserver, a client bug passes here and fails on a cluster. Each
+test states the real answer: ``rest.BeforeUpdate`` with ``ValidateObjectMetaAccessorUpdate``
+refuses a changed uid, a client-set deletionTimestamp or a finalizer added while deleting
+(422).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.sim.conftest import PODS, Raw, pod
+
+MERGE = "application/merge-patch+json"
+ES = "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices"
+OTHER_UID = "22222222-2222-2222-2222-222222222222"
+
+
+def es(name: str, **meta: Any) -> dict[str, Any]:
+    return {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"name": name, **meta}, "addressType": "IPv4",
+            "endpoints": [{"addresses": ["10.0.0.1"]}],
+            "ports": [{"name": "http", "port": 80, "protocol": "TCP"}]}
+
+
+def cause(body: dict[str, Any]) -> tuple[str, str, str]:
+    """The only cause of a 422, as (field, reason, message)."""
+    assert body["reason"] == "Invalid", body
+    [only] = body["details"]["causes"]
+    return only["field"], only["reason"], only["message"]
+
+
+async def test_a_patch_may_not_change_the_uid(raw: Raw) -> None:
+    """BeforeUpdate keeps a non-empty uid from the body, so a changed one is refused; an empty
+    or absent uid takes the stored one."""
+    _, created, _ = await raw.request("POST", ES, es("u"))
+    uid = created["metadata"]["uid"]
+    code, body, _ = await raw.request("PATCH", ES + "/u", {"metadata": {"uid": OTHER_UID}},
+                                      content_type=MERGE)
+    assert code == 422
+    assert body["message"] == (f'EndpointSlice.discovery.k8s.io "u" is invalid: metadata.uid: '
+                               f'Invalid value: "{OTHER_UID}": field is immutable')
+    assert cause(body) == ("metadata.uid", "FieldValueInvalid",
+                           f'Invalid value: "{OTHER_UID}": field is immutable')
+    for patch in ({"metadata": {"uid": None}}, {"metadata": {"uid": ""}}):
+        code, body, _ = await raw.request("PATCH", ES + "/u", patch, content_type=MERGE)
+        assert code == 200 and body["metadata"]["uid"] == uid, body
+    put = {**created, "metadata": {**created["metadata"], "uid": "", "labels": {"a": "b"}}}
+    del put["metadata"]["resourceVersion"]
+    code, body, _ = await raw.request("PUT", ES + "/u", put)
+    assert code == 200 and body["metadata"]["uid"] == uid and body["metadata"]["labels"]
+    # a built-in's status strategy keeps the body's uid too
+    await raw.request("POST", PODS, pod("p"))
+    code, body, _ = await raw.request("PATCH", PODS + "/p/status",
+                                      {"metadata": {"uid": OTHER_UID}}, content_type=MERGE)
+    assert code == 422 and cause(body)[0] == "metadata.uid"
+
+
+async def test_a_live_object_cannot_be_marked_deleted_by_a_write(raw: Raw) -> None:
+    """deletionTimestamp and deletionGracePeriodSeconds come only from a DELETE."""
+    await raw.request("POST", ES, es("d"))
+    code, body, _ = await raw.request(
+        "PATCH", ES + "/d", {"metadata": {"deletionTimestamp": "2020-01-01T00:00:00Z"}},
+        content_type=MERGE)
+    assert code == 422
+    assert cause(body) == ("metadata.deletionTimestamp", "FieldValueInvalid",
+                           "Invalid value: 2020-01-01 00:00:00 +0000 UTC: field is immutable")
+    code, body, _ = await raw.request(
+        "PATCH", ES + "/d", {"metadata": {"deletionGracePeriodSeconds": 30}},
+        content_type=MERGE)
+    assert code == 422
+    assert cause(body) == ("metadata.deletionGracePeriodSeconds", "FieldValueInvalid",
+                           "Invalid value: 30: field is immutable")
+    _, stored, _ = await raw.request("GET", ES + "/d")
+    assert "deletionTimestamp" not in stored["metadata"]
+
+
+async def test_no_new_finalizers_while_deleting(raw: Raw) -> None:
+    """A deleting object keeps its deletionTimestamp whatever the body says, and may lose
+    finalizers but gain none."""
+    await raw.request("POST", ES, es("f", finalizers=["example.com/x"]))
+    _, deleting, _ = await raw.request("DELETE", ES + "/f")
+    stamp = deleting["metadata"]["deletionTimestamp"]
+    code, body, _ = await raw.request(
+        "PATCH", ES + "/f", {"metadata": {"finalizers": ["example.com/x", "example.com/y",
+                                                         "example.com/a"]}},
+        content_type=MERGE)
+    assert code == 422
+    assert cause(body) == ("metadata.finalizers", "FieldValueForbidden", (
+        "Forbidden: no new finalizers can be added if the object is being deleted, found new "
+        'finalizers []string{"example.com/a", "example.com/y"}'))
+    code, body, _ = await raw.request(
+        "PATCH", ES + "/f", {"metadata": {"deletionTimestamp": None, "labels": {"k": "v"}}},
+        content_type=MERGE)
+    assert code == 200 and body["metadata"]["deletionTimestamp"] == stamp
+    code, body, _ = await raw.request("PATCH", ES + "/f", {"metadata": {"finalizers": None}},
+                                      content_type=MERGE)
+    assert code == 200
+    assert (await raw.request("GET", ES + "/f"))[0] == 404
+
