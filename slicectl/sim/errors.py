@@ -148,6 +148,12 @@ def options_invalid(kind: str, causes: list[dict[str, Any]]) -> ApiError:
                     {"group": "meta.k8s.io", "kind": kind, "causes": causes})
 
 
+def resource_version_on_create() -> ApiError:
+    """etcd3 ``store.Create``'s plain error, which the handler answers as a 500 with no
+    reason (``ErrorToAPIStatus`` of an error that is no Status)."""
+    return ApiError(500, "", "resourceVersion should not be set on objects to be created")
+
+
 def bad_request(message: str) -> ApiError:
     return ApiError(400, "BadRequest", message)
 

@@ -5,7 +5,8 @@ Decides the request flow of the generic registry: validate the request's options
 send, :mod:`slicectl.sim.protobuf`) and type-check the body, prune and
 report unknown fields (``fieldValidation`` Strict -> 400, Warn -> a Warning header), apply the
 strategy (:mod:`slicectl.sim.objects`), default, validate (422 with causes), check existence
-and optimistic concurrency (404, 409 AlreadyExists, 409 Conflict), record managedFields
+and optimistic concurrency (404, 409 AlreadyExists, 409 Conflict; a create carrying a
+resourceVersion: 500), record managedFields
 (:mod:`slicectl.sim.managed`), store, and answer with the
 object (201 on create), a Table or PartialObjectMetadata(List) when the Accept header asks for
 one (:mod:`slicectl.sim.negotiation`), or a success Status where the real
@@ -40,6 +41,7 @@ from slicectl.sim.objects import (
     deletion_done,
     prepare_create,
     prepare_update,
+    sets_resource_version,
 )
 from slicectl.sim.patch import APPLY_PATCH, PatchError, apply_patch
 from slicectl.sim.protobuf import ProtobufError, is_protobuf
@@ -243,16 +245,21 @@ class Api:
         if rt.namespaced and body_ns and body_ns != namespace:
             raise errors.bad_request("the namespace of the provided object does not match "
                                      "the namespace sent on the request")
-        return self._create(request, rt, namespace, body)
+        return self._create(request, rt, namespace, body, posted=True)
 
     def _create(self, request: web.Request, rt: ResourceType, namespace: str,
-                body: Obj) -> web.Response:
+                body: Obj, posted: bool = False) -> web.Response:
+        """Create ``body``; ``posted``: by a POST, which reaches etcd3's ``store.Create`` and
+        its resourceVersion check (a PUT that creates does not; a dry run reaches no store)."""
         headers = errors.response_headers(request)
         dry_run = options.dry_run(request.query)
+        refuse_rv = posted and not dry_run and sets_resource_version(body.get("metadata"))
         prepare_create(rt, body, namespace)
         name = body["metadata"]["name"]
         self._admit(request, rt, body, None)
         self._check_namespace(rt, namespace, name)
+        if refuse_rv:
+            raise errors.resource_version_on_create()
         if self.store.get(rt, namespace, name) is not None:
             raise errors.already_exists(rt, name)
         if rt is CRD_TYPE:

@@ -8,14 +8,15 @@ left for validation to refuse, never silently replaced), which part of an object
 change (main resource writes keep the old status of types with a status subresource; /status
 writes keep everything but status; namespace finalizers change only through /finalize), when
 generation is bumped (per :func:`slicectl.sim.resources.generation_policy`; EndpointSlices
-compared as ``Semantic.DeepEqual`` does), and the status a new pod, service or namespace
-starts with.
+compared as ``Semantic.DeepEqual`` does), the resourceVersion a create may not carry, and the
+status a new pod, service or namespace starts with.
 """
 
 from __future__ import annotations
 
 import copy
 import random
+import re
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -30,6 +31,7 @@ from slicectl.sim.types import ResourceType
 NAME_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _SERVER_META = ("creationTimestamp", "generation", "namespace", "name", "selfLink")
 _DELETION_META = ("uid", "deletionTimestamp", "deletionGracePeriodSeconds")
+_UINT = re.compile(r"[0-9]+")
 
 
 def now_timestamp() -> str:
@@ -198,6 +200,13 @@ def _before_update(meta: dict[str, Any], old_meta: dict[str, Any]) -> None:
     grace = old_meta.get("deletionGracePeriodSeconds")
     if grace is not None and meta.get("deletionGracePeriodSeconds") is None:
         meta["deletionGracePeriodSeconds"] = grace
+
+
+def sets_resource_version(meta: Any) -> bool:
+    """A create body's resourceVersion that etcd3's ``store.Create`` refuses: one that parses
+    as a non-zero uint64 (anything else is dropped, as ``PrepareObjectForStorage`` does)."""
+    rv = meta.get("resourceVersion") if isinstance(meta, dict) else None
+    return isinstance(rv, str) and bool(_UINT.fullmatch(rv)) and 0 < int(rv) < 2**64
 
 
 def bump_generation(rt: ResourceType, old: Obj, new: Obj) -> None:

@@ -4,7 +4,7 @@ Why: the embedded server is the test oracle of a client that builds its own bodi
 is kinder than a real kube-apiserver, a client bug passes here and fails on a cluster. Each
 test states the real answer: ``rest.BeforeUpdate`` with ``ValidateObjectMetaAccessorUpdate``
 refuses a changed uid, a client-set deletionTimestamp or a finalizer added while deleting
-(422).
+(422); etcd3's ``store.Create`` refuses a create carrying a resourceVersion (500).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from tests.sim.conftest import PODS, Raw, pod
 
 MERGE = "application/merge-patch+json"
 ES = "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices"
+LEASES = "/apis/coordination.k8s.io/v1/namespaces/default/leases"
 OTHER_UID = "22222222-2222-2222-2222-222222222222"
 
 
@@ -100,3 +101,24 @@ async def test_no_new_finalizers_while_deleting(raw: Raw) -> None:
     assert code == 200
     assert (await raw.request("GET", ES + "/f"))[0] == 404
 
+
+async def test_a_create_may_not_carry_a_resource_version(raw: Raw) -> None:
+    """etcd3's store.Create refuses a parseable non-zero resourceVersion with a plain error
+    (500, no reason); "0" and unparsable ones are dropped, as is any on a dry run (nothing
+    reaches storage) or on a PUT that creates (GuaranteedUpdate, not Create)."""
+    body = es("", generateName="rv-", resourceVersion="12345")
+    del body["metadata"]["name"]
+    code, answer, _ = await raw.request("POST", ES, body)
+    assert code == 500
+    assert answer == {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                      "message": "resourceVersion should not be set on objects to be created",
+                      "code": 500}
+    code, listing, _ = await raw.request("GET", ES)
+    assert listing["items"] == []
+    for i, rv in enumerate(("0", "abc", "-1", "")):
+        code, answer, _ = await raw.request("POST", ES, es(f"ok{i}", resourceVersion=rv))
+        assert code == 201, (rv, answer)
+    assert (await raw.request("POST", ES, es("dry", resourceVersion="7"), dryRun="All"))[0] == 201
+    lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+             "metadata": {"name": "l", "resourceVersion": "99"}, "spec": {"holderIdentity": "a"}}
+    assert (await raw.request("PUT", LEASES + "/l", lease))[0] == 201
