@@ -148,6 +148,10 @@ def options_invalid(kind: str, causes: list[dict[str, Any]]) -> ApiError:
                     {"group": "meta.k8s.io", "kind": kind, "causes": causes})
 
 
+def request_entity_too_large(why: str) -> ApiError:
+    return ApiError(413, "RequestEntityTooLarge", f"Request entity too large: {why}")
+
+
 def resource_version_on_create() -> ApiError:
     """etcd3 ``store.Create``'s plain error, which the handler answers as a 500 with no
     reason (``ErrorToAPIStatus`` of an error that is no Status)."""

@@ -1,8 +1,9 @@
 """The REST verbs on one resource type: get, list, watch, create, update, patch, delete.
 
-Decides the request flow of the generic registry: validate the request's options
-(:mod:`slicectl.sim.options`), decode (JSON, YAML, or the protobuf kubectl's typed clients
-send, :mod:`slicectl.sim.protobuf`) and type-check the body, prune and
+Decides the request flow of the generic registry: read the body (at most 3 MiB, 413 beyond, as
+``MaxRequestBodyBytes``), validate the request's options (:mod:`slicectl.sim.options`), decode
+(JSON, YAML, or the protobuf kubectl's typed clients send, :mod:`slicectl.sim.protobuf`) and
+type-check the body, prune and
 report unknown fields (``fieldValidation`` Strict -> 400, Warn -> a Warning header), apply the
 strategy (:mod:`slicectl.sim.objects`), default, validate (422 with causes), check existence
 and optimistic concurrency (404, 409 AlreadyExists, 409 Conflict; a create carrying a
@@ -66,6 +67,7 @@ from slicectl.sim.validation import (
 )
 
 JSON = "application/json"
+MAX_REQUEST_BODY_BYTES = 3 * 1024 * 1024  # kube-apiserver's MaxRequestBodyBytes
 
 
 def json_response(body: Any, status: int = 200,
@@ -76,6 +78,15 @@ def json_response(body: Any, status: int = 200,
 
 def wanted(request: web.Request) -> Representation:
     return representation(request.headers.get("Accept", ""))
+
+
+async def read_body(request: web.Request) -> bytes:
+    """The request body; past :data:`MAX_REQUEST_BODY_BYTES` (the application's
+    ``client_max_size``) the 413 ``limitedReadBody`` answers."""
+    try:
+        return await request.read()
+    except web.HTTPRequestEntityTooLarge as exc:
+        raise errors.request_entity_too_large(f"limit is {MAX_REQUEST_BODY_BYTES}") from exc
 
 
 class Api:
@@ -161,7 +172,7 @@ class Api:
     # -- writes -----------------------------------------------------------------------------
 
     async def _body(self, request: web.Request, rt: ResourceType, options_kind: str) -> Obj:
-        raw = await request.read()
+        raw = await read_body(request)
         options.validate_write(options_kind, request.query)
         media = request.content_type
         try:
@@ -300,7 +311,7 @@ class Api:
     @errors.keeps_headers
     async def patch(self, request: web.Request, rt: ResourceType, namespace: str, name: str,
                     subresource: str) -> web.Response:
-        raw = await request.read()
+        raw = await read_body(request)
         options.validate_write("PatchOptions", request.query,
                                apply=request.content_type == APPLY_PATCH)
         old = self._existing(rt, namespace, name)
@@ -356,7 +367,7 @@ class Api:
     # -- deletes ----------------------------------------------------------------------------
 
     async def _delete_options(self, request: web.Request) -> dict[str, Any]:
-        raw = await request.read()
+        raw = await read_body(request)
         return options.delete_options(raw, request.content_type, request.query)
 
     def _delete_one(self, rt: ResourceType, obj: Obj,

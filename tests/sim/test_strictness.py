@@ -1,11 +1,12 @@
 """Writes a real server refuses or treats differently: generated names, pod spec immutability,
 renames, the pod IP fields' v1 conversion, when an EndpointSlice's generation moves, values of
-the wrong type and request options."""
+the wrong type, request options and the request body limit."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import orjson
 import pytest
 
 from slicectl.sim.objects import NAME_SUFFIX_ALPHABET
@@ -268,4 +269,23 @@ async def test_delete_options_are_validated_first(raw: Raw) -> None:
     # with a body the query is not read: this is no dry run
     assert (await raw.request("DELETE", SLICES + "/s", {}, dryRun="All"))[0] == 200
     assert (await raw.request("GET", SLICES + "/s"))[0] == 404
+
+
+MAX_BODY = 3 * 1024 * 1024
+
+
+async def test_a_body_over_3_mib_is_413(raw: Raw) -> None:
+    """MaxRequestBodyBytes: limitedReadBody reads at most 3 MiB, one byte more is a 413 Status."""
+    big = pod("big")
+    big["spec"]["containers"][0]["env"] = [{"name": f"E{i}", "value": "x" * 1000}
+                                           for i in range(3000)]
+    data = orjson.dumps(big)
+    assert len(data) < MAX_BODY
+    code, body, _ = await raw.request("POST", PODS, data + b" " * (MAX_BODY + 1 - len(data)))
+    assert (code, body) == (413, {
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": "Request entity too large: limit is 3145728",
+        "reason": "RequestEntityTooLarge", "code": 413})
+    code, body, _ = await raw.request("POST", PODS, data + b" " * (MAX_BODY - len(data)))
+    assert code == 201, body
 
