@@ -40,6 +40,7 @@ from slicectl.sim.objects import (
     bump_generation,
     check_name,
     deletion_done,
+    drop_topology_on_v1,
     prepare_create,
     prepare_update,
     sets_resource_version,
@@ -336,10 +337,11 @@ class Api:
             raise errors.conflict(rt, name, errors.STALE_OBJECT)
         headers = errors.response_headers(request)
         result = prepare_update(rt, old, new, subresource)
+        dropped = drop_topology_on_v1(rt, old, result)
         if rt is CRD_TYPE and not subresource:
             result["status"] = crd_status(result)
         self._admit(request, rt, result, old, subresource)
-        bump_generation(rt, old, result)
+        bump_generation(rt, old, result, changed=dropped)
         result["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
         self._record(request, rt, old, result, subresource)
         if options.dry_run(request.query) or result == old:

@@ -8,8 +8,9 @@ left for validation to refuse, never silently replaced), which part of an object
 change (main resource writes keep the old status of types with a status subresource; /status
 writes keep everything but status; namespace finalizers change only through /finalize), when
 generation is bumped (per :func:`slicectl.sim.resources.generation_policy`; EndpointSlices
-compared as ``Semantic.DeepEqual`` does), the resourceVersion a create may not carry, and the
-status a new pod, service or namespace starts with.
+compared as ``Semantic.DeepEqual`` does), what the EndpointSlice strategy drops on v1
+(``dropTopologyOnV1``), the resourceVersion a create may not carry, and the status a new pod,
+service or namespace starts with.
 """
 
 from __future__ import annotations
@@ -121,6 +122,7 @@ def prepare_create(rt: ResourceType, obj: Obj, namespace: str) -> None:
         meta.pop("generation", None)
     obj["apiVersion"] = rt.group_version
     obj["kind"] = rt.kind
+    drop_topology_on_v1(rt, None, obj)
     if resets_status_on_create(rt):
         obj.pop("status", None)
     if rt.group == "" and rt.plural == "pods":
@@ -202,6 +204,23 @@ def _before_update(meta: dict[str, Any], old_meta: dict[str, Any]) -> None:
         meta["deletionGracePeriodSeconds"] = grace
 
 
+def drop_topology_on_v1(rt: ResourceType, old: Obj | None, new: Obj) -> bool:
+    """``dropTopologyOnV1``: a v1 EndpointSlice write clears ``endpoints[].deprecatedTopology``,
+    on update only when the endpoints changed. True when it cleared any (the endpoints had
+    changed, so the strategy, which compares before it drops, moves the generation)."""
+    if (rt.group, rt.kind) != ("discovery.k8s.io", "EndpointSlice"):
+        return False
+    endpoints = new.get("endpoints")
+    if not isinstance(endpoints, list) or (
+            old is not None and semantic(old.get("endpoints")) == semantic(endpoints)):
+        return False
+    dropped = False
+    for endpoint in endpoints:
+        if isinstance(endpoint, dict) and "deprecatedTopology" in endpoint:
+            dropped = endpoint.pop("deprecatedTopology") is not None or dropped
+    return dropped
+
+
 def sets_resource_version(meta: Any) -> bool:
     """A create body's resourceVersion that etcd3's ``store.Create`` refuses: one that parses
     as a non-zero uint64 (anything else is dropped, as ``PrepareObjectForStorage`` does)."""
@@ -209,26 +228,28 @@ def sets_resource_version(meta: Any) -> bool:
     return isinstance(rv, str) and bool(_UINT.fullmatch(rv)) and 0 < int(rv) < 2**64
 
 
-def bump_generation(rt: ResourceType, old: Obj, new: Obj) -> None:
+def bump_generation(rt: ResourceType, old: Obj, new: Obj, changed: bool = False) -> None:
+    """Move ``new``'s generation as the type's strategy does (``changed``: it must move)."""
     policy = generation_policy(rt)
     if not policy:
         return
     meta = new["metadata"]
     generation = old["metadata"].get("generation", 1)
+    meta["generation"] = generation + 1 if changed or _moved(policy, old, new) else generation
+
+
+def _moved(policy: str, old: Obj, new: Obj) -> bool:
     if policy == "spec":
-        changed = old.get("spec") != new.get("spec")
-    else:
-        ignored = ("metadata", "status") if policy == "non-metadata-status" else ("metadata",)
-        before = {k: v for k, v in old.items() if k not in ignored}
-        after = {k: v for k, v in new.items() if k not in ignored}
-        if policy == "endpointslice":
-            # the strategy: anything but metadata changed, or the labels changed
-            # (annotations, finalizers, owners alone do not bump it)
-            changed = semantic(before) != semantic(after) or (
-                old["metadata"].get("labels") or {}) != (meta.get("labels") or {})
-        else:
-            changed = before != after
-    meta["generation"] = generation + 1 if changed else generation
+        return bool(old.get("spec") != new.get("spec"))
+    ignored = ("metadata", "status") if policy == "non-metadata-status" else ("metadata",)
+    before = {k: v for k, v in old.items() if k not in ignored}
+    after = {k: v for k, v in new.items() if k not in ignored}
+    if policy == "endpointslice":
+        # the strategy: anything but metadata changed, or the labels changed
+        # (annotations, finalizers, owners alone do not bump it)
+        return semantic(before) != semantic(after) or (
+            old["metadata"].get("labels") or {}) != (new["metadata"].get("labels") or {})
+    return before != after
 
 
 def deletion_done(obj: Obj) -> bool:

@@ -1,6 +1,6 @@
 """Writes a real server refuses or treats differently: generated names, pod spec immutability,
 renames, the pod IP fields' v1 conversion, when an EndpointSlice's generation moves, values of
-the wrong type, request options and the request body limit."""
+the wrong type, request options, the request body limit and v1 EndpointSlice topology."""
 
 from __future__ import annotations
 
@@ -289,3 +289,17 @@ async def test_a_body_over_3_mib_is_413(raw: Raw) -> None:
     code, body, _ = await raw.request("POST", PODS, data + b" " * (MAX_BODY - len(data)))
     assert code == 201, body
 
+
+async def test_v1_endpointslices_drop_deprecated_topology(raw: Raw) -> None:
+    """dropTopologyOnV1: cleared on create, and on an update whose endpoints changed (the
+    generation still moves, as the strategy compares before it drops)."""
+    body = _slice()
+    body["endpoints"][0]["deprecatedTopology"] = {"kubernetes.io/hostname": "n1"}
+    code, created, _ = await raw.request("POST", SLICES, body)
+    assert code == 201 and created["endpoints"] == [{"addresses": ["10.0.0.1"]}]
+    code, patched, _ = await raw.request("PATCH", SLICES + "/s", {"endpoints": [
+        {"addresses": ["10.0.0.1"], "deprecatedTopology": {"kubernetes.io/hostname": "n1"}}]},
+        content_type=MERGE)
+    assert code == 200 and patched["endpoints"] == [{"addresses": ["10.0.0.1"]}]
+    assert patched["metadata"]["generation"] == 2
+    assert patched["metadata"]["resourceVersion"] != created["metadata"]["resourceVersion"]
