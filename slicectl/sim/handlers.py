@@ -5,9 +5,9 @@ Decides the request flow of the generic registry: read the body (at most 3 MiB, 
 (JSON, YAML, or the protobuf kubectl's typed clients send, :mod:`slicectl.sim.protobuf`) and
 type-check the body, prune and
 report unknown fields (``fieldValidation`` Strict -> 400, Warn -> a Warning header), apply the
-strategy (:mod:`slicectl.sim.objects`), default, validate (422 with causes), check existence
-and optimistic concurrency (404, 409 AlreadyExists, 409 Conflict; a create carrying a
-resourceVersion: 500), record managedFields
+strategy (:mod:`slicectl.sim.objects`), de-duplicate ownerReferences (with a Warning),
+default, validate (422 with causes), check existence and optimistic concurrency (404, 409
+AlreadyExists, 409 Conflict; a create carrying a resourceVersion: 500), record managedFields
 (:mod:`slicectl.sim.managed`), store, and answer with the
 object (201 on create), a Table or PartialObjectMetadata(List) when the Accept header asks for
 one (:mod:`slicectl.sim.negotiation`), or a success Status where the real
@@ -39,6 +39,7 @@ from slicectl.sim.negotiation import (
 from slicectl.sim.objects import (
     bump_generation,
     check_name,
+    dedup_owner_references,
     deletion_done,
     drop_topology_on_v1,
     prepare_create,
@@ -63,12 +64,15 @@ from slicectl.sim.validation import (
     prune_unknown,
     stored_form,
     strict_decoding_error,
-    unknown_field_warning,
+    unknown_field_warnings,
     validate,
 )
 
 JSON = "application/json"
 MAX_REQUEST_BODY_BYTES = 3 * 1024 * 1024  # kube-apiserver's MaxRequestBodyBytes
+DUPLICATE_OWNERS = (".metadata.ownerReferences contains duplicate entries{}; API server dedups "
+                    "owner references in 1.20+, and may reject such requests as early as 1.24; "
+                    "please fix your requests; duplicate UID(s) observed: {}")
 
 
 def json_response(body: Any, status: int = 200,
@@ -213,8 +217,9 @@ class Api:
         unknown = prune_unknown(rt, obj, mode == "Strict")
         if unknown and mode == "Strict":
             raise errors.bad_request(strict_decoding_error(rt, unknown))
-        if unknown and mode == "Warn":
-            errors.response_headers(request)["Warning"] = unknown_field_warning(rt, unknown)
+        if mode == "Warn":
+            for text in unknown_field_warnings(rt, unknown):
+                errors.add_warning(request, text)
 
     def _admit(self, request: web.Request, rt: ResourceType, obj: Obj, old: Obj | None,
                subresource: str = "") -> None:
@@ -225,6 +230,10 @@ class Api:
                 f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
                 f"{undecodable}")
         self._unknown_fields(request, rt, obj)  # a patched object is only decoded here
+        duplicates = dedup_owner_references(obj["metadata"])
+        if duplicates:  # a patch's are found after admission only, and worded so
+            after = " after mutating admission happens" if request.method == "PATCH" else ""
+            errors.add_warning(request, DUPLICATE_OWNERS.format(after, ", ".join(duplicates)))
         apply_defaults(rt, obj)
         causes = validate(rt, obj, old, subresource)
         if causes:

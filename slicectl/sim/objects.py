@@ -9,8 +9,9 @@ change (main resource writes keep the old status of types with a status subresou
 writes keep everything but status; namespace finalizers change only through /finalize), when
 generation is bumped (per :func:`slicectl.sim.resources.generation_policy`; EndpointSlices
 compared as ``Semantic.DeepEqual`` does), what the EndpointSlice strategy drops on v1
-(``dropTopologyOnV1``), the resourceVersion a create may not carry, and the status a new pod,
-service or namespace starts with.
+(``dropTopologyOnV1``), the ownerReferences every write de-duplicates
+(``dedupOwnerReferences``), the resourceVersion a create may not carry, and the status a new
+pod, service or namespace starts with.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from slicectl.sim.types import ResourceType
 NAME_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _SERVER_META = ("creationTimestamp", "generation", "namespace", "name", "selfLink")
 _DELETION_META = ("uid", "deletionTimestamp", "deletionGracePeriodSeconds")
+_OWNER_FIELDS = ("apiVersion", "kind", "name", "uid")
 _UINT = re.compile(r"[0-9]+")
 
 
@@ -219,6 +221,31 @@ def drop_topology_on_v1(rt: ResourceType, old: Obj | None, new: Obj) -> bool:
         if isinstance(endpoint, dict) and "deprecatedTopology" in endpoint:
             dropped = endpoint.pop("deprecatedTopology") is not None or dropped
     return dropped
+
+
+def dedup_owner_references(meta: dict[str, Any]) -> list[str]:
+    """``dedupOwnerReferences``: drop every ownerReference equal to an earlier one (same uid
+    and the same other fields; null and unset alike); the uids of those dropped."""
+    refs = meta.get("ownerReferences")
+    if not isinstance(refs, list) or len(refs) < 2:
+        return []
+    kept: list[Any] = []
+    seen: list[tuple[Any, ...]] = []
+    duplicates: list[str] = []
+    for ref in refs:
+        if not isinstance(ref, dict):
+            kept.append(ref)  # validation refuses it
+            continue
+        key = (*(str(ref.get(f) or "") for f in _OWNER_FIELDS), ref.get("controller"),
+               ref.get("blockOwnerDeletion"))
+        if key in seen:
+            duplicates.append(str(ref.get("uid") or ""))
+            continue
+        seen.append(key)
+        kept.append(ref)
+    if duplicates:
+        meta["ownerReferences"] = kept
+    return duplicates
 
 
 def sets_resource_version(meta: Any) -> bool:

@@ -4,11 +4,13 @@ Why: the embedded server is the test oracle of a client that builds its own bodi
 is kinder than a real kube-apiserver, a client bug passes here and fails on a cluster. Each
 test states the real answer: ``rest.BeforeUpdate`` with ``ValidateObjectMetaAccessorUpdate``
 refuses a changed uid, a client-set deletionTimestamp or a finalizer added while deleting
-(422); etcd3's ``store.Create`` refuses a create carrying a resourceVersion (500).
+(422); etcd3's ``store.Create`` refuses a create carrying a resourceVersion (500);
+``dedupOwnerReferencesAndAddWarning`` drops duplicate ownerReferences with a Warning.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from tests.sim.conftest import PODS, Raw, pod
@@ -122,3 +124,38 @@ async def test_a_create_may_not_carry_a_resource_version(raw: Raw) -> None:
     lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
              "metadata": {"name": "l", "resourceVersion": "99"}, "spec": {"holderIdentity": "a"}}
     assert (await raw.request("PUT", LEASES + "/l", lease))[0] == 201
+
+
+def warnings(headers: Any) -> list[str]:
+    return re.findall(r'299 - "(?:[^"\\]|\\.)*"', ", ".join(headers.getall("Warning", [])))
+
+
+DEDUP = ("API server dedups owner references in 1.20+, and may reject such requests as early "
+         "as 1.24; please fix your requests; duplicate UID(s) observed: ")
+
+
+async def test_duplicate_owner_references_are_deduplicated(raw: Raw) -> None:
+    """Entries equal to an earlier one (same uid, same fields) are dropped with a Warning: on
+    create and update before admission, on a patch after it (the other wording)."""
+    owners = [(await raw.request("POST", PODS, pod(name)))[1] for name in ("p", "q")]
+    ref, other = ({"apiVersion": "v1", "kind": "Pod", "name": o["metadata"]["name"],
+                   "uid": o["metadata"]["uid"]} for o in owners)
+    code, body, headers = await raw.request("POST", ES, es("o", ownerReferences=[ref, ref, ref]))
+    assert code == 201 and body["metadata"]["ownerReferences"] == [ref]
+    assert warnings(headers) == [
+        f'299 - ".metadata.ownerReferences contains duplicate entries; {DEDUP}{ref["uid"]}, '
+        f'{ref["uid"]}"']
+    code, body, headers = await raw.request(
+        "PATCH", ES + "/o", {"metadata": {"ownerReferences": [ref, other, other]}},
+        content_type=MERGE)
+    assert code == 200 and body["metadata"]["ownerReferences"] == [ref, other]
+    assert warnings(headers) == [
+        '299 - ".metadata.ownerReferences contains duplicate entries after mutating admission '
+        f'happens; {DEDUP}{other["uid"]}"']
+    # the same uid with other fields is not a duplicate
+    controlling = {**ref, "controller": True}
+    code, body, headers = await raw.request(
+        "PATCH", ES + "/o", {"metadata": {"ownerReferences": [ref, controlling]}},
+        content_type=MERGE)
+    assert code == 200 and body["metadata"]["ownerReferences"] == [ref, controlling]
+    assert "Warning" not in headers

@@ -12,7 +12,7 @@ never needs to know which kind has which rule:
 - :func:`prune_unknown` finds fields the schema does not declare (paths like ``spec.foo`` or
   ``spec.ports[0].bar``). With ``strict=False`` they are removed, as a real server's decoder
   drops them; with ``strict=True`` the object is left alone and the caller rejects the request
-  (fieldValidation=Strict: :func:`strict_decoding_error`; Warn: :func:`unknown_field_warning`);
+  (fieldValidation=Strict: :func:`strict_decoding_error`; Warn: :func:`unknown_field_warnings`);
 - :func:`stored_form` makes an admitted custom resource what storage gives back (integral
   floats become integers, as Go's JSON round trip makes them).
 """
@@ -36,7 +36,7 @@ from slicectl.sim.validation.prune import Compiler, Node, prune
 from slicectl.sim.validation.schema import apply_schema_defaults, validate_value
 
 __all__ = ["Cause", "apply_defaults", "decode_error", "prune_unknown", "stored_form",
-           "strict_decoding_error", "unknown_field_warning", "validate"]
+           "strict_decoding_error", "unknown_field_warnings", "validate"]
 
 _OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 
@@ -91,10 +91,9 @@ def strict_decoding_error(rt: ResourceType, unknown: list[str]) -> str:
                 f'unknown field "{path}"' for path in _field_order(rt, unknown)))
 
 
-def unknown_field_warning(rt: ResourceType, unknown: list[str]) -> str:
-    """The ``Warning`` header of a fieldValidation=Warn write with unknown fields (one warning
-    per field, folded into one header line as HTTP allows)."""
-    return ", ".join(f'299 - "unknown field \\"{p}\\""' for p in _field_order(rt, unknown))
+def unknown_field_warnings(rt: ResourceType, unknown: list[str]) -> list[str]:
+    """The warnings of a fieldValidation=Warn write with unknown fields, one per field."""
+    return [f'unknown field "{p}"' for p in _field_order(rt, unknown)]
 
 
 def _field_order(rt: ResourceType, unknown: list[str]) -> list[str]:
