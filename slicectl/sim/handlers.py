@@ -2,8 +2,8 @@
 
 Decides the request flow of the generic registry: read the body (at most 3 MiB, 413 beyond, as
 ``MaxRequestBodyBytes``), validate the request's options (:mod:`slicectl.sim.options`), decode
-(JSON, YAML, or the protobuf kubectl's typed clients send, :mod:`slicectl.sim.protobuf`) and
-type-check the body, prune and
+(JSON, YAML, or the protobuf kubectl's typed clients send, :mod:`slicectl.sim.protobuf`; a
+custom resource needs its ``kind``) and type-check the body, prune and
 report unknown fields (``fieldValidation`` Strict -> 400, Warn -> a Warning header), apply the
 strategy (:mod:`slicectl.sim.objects`), de-duplicate ownerReferences (with a Warning),
 default, validate (422 with causes), check existence and optimistic concurrency (404, 409
@@ -195,6 +195,11 @@ class Api:
         if not isinstance(body, dict):
             raise errors.bad_request("couldn't get version/kind; json parse error: "
                                      "expected an object")
+        kind = body.get("kind")
+        if rt.is_custom and not (kind and isinstance(kind, str)):  # Unstructured needs it
+            raise errors.bad_request(
+                f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
+                f"Object 'Kind' is missing in '{raw.decode(errors='replace')}'")
         self._check_kind(rt, body)
         self._unknown_fields(request, rt, body)  # decoding comes before every other check
         return body

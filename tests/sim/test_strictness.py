@@ -1,6 +1,7 @@
 """Writes a real server refuses or treats differently: generated names, pod spec immutability,
 renames, the pod IP fields' v1 conversion, when an EndpointSlice's generation moves, values of
-the wrong type, request options, the request body limit and v1 EndpointSlice topology."""
+the wrong type, request options, the request body limit, v1 EndpointSlice topology and a
+custom resource's kind."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 
 from slicectl.sim.objects import NAME_SUFFIX_ALPHABET
 from tests.sim.conftest import PODS, Raw, pod
+from tests.sim.test_crd import CRDS, WIDGETS, crd, widget
 
 MERGE = "application/merge-patch+json"
 SLICES = "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices"
@@ -303,3 +305,18 @@ async def test_v1_endpointslices_drop_deprecated_topology(raw: Raw) -> None:
     assert code == 200 and patched["endpoints"] == [{"addresses": ["10.0.0.1"]}]
     assert patched["metadata"]["generation"] == 2
     assert patched["metadata"]["resourceVersion"] != created["metadata"]["resourceVersion"]
+
+
+async def test_a_custom_resource_without_kind_is_400(raw: Raw) -> None:
+    """Custom resources decode as Unstructured, which requires kind (NewMissingKindErr)."""
+    await raw.request("POST", CRDS, crd())
+    body = widget("nokind")
+    del body["kind"]
+    data = orjson.dumps(body)
+    code, answer, _ = await raw.request("POST", WIDGETS, data)
+    assert (code, answer["reason"], answer["message"]) == (400, "BadRequest", (
+        f"Widget in version \"v1\" cannot be handled as a Widget: Object 'Kind' is missing in "
+        f"'{data.decode()}'"))
+    code, answer, _ = await raw.request("PUT", WIDGETS + "/nokind", {**body, "kind": ""})
+    assert (code, answer["reason"]) == (400, "BadRequest")
+    assert (await raw.request("GET", WIDGETS + "/nokind"))[0] == 404
