@@ -4,9 +4,10 @@ Every failure the embedded server returns is an :class:`ApiError`; its :meth:`Ap
 is the body the real server sends (``kind: Status``, ``reason``, ``details``, ``code``). The
 constructors below decide the message wording and the ``details`` of each reason, copied from
 ``k8s.io/apimachinery/pkg/api/errors`` so clients that parse messages or reasons behave the same.
-Headers gathered while a request is handled (the unknown-field ``Warning``) go out with its
-answer whatever it is, an error included, as the real server's warning recorder sends them
-(:func:`response_headers`, :func:`keeps_headers`).
+Headers gathered while a request is handled (the ``Warning`` of unknown fields or duplicate
+ownerReferences, :func:`add_warning`) go out with its answer whatever it is, an error included,
+as the real server's warning recorder sends them (:func:`response_headers`,
+:func:`keeps_headers`).
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ class ApiError(Exception):
 
 
 _HEADERS = web.RequestKey("slicectl.sim.response_headers", dict[str, str])
+_WARNINGS = web.RequestKey("slicectl.sim.warnings", list[str])
 _P = ParamSpec("_P")
 _S = TypeVar("_S")
 _T = TypeVar("_T")
@@ -65,6 +67,17 @@ def response_headers(request: web.Request) -> dict[str, str]:
     """The headers every answer to ``request`` carries, kept with the request."""
     headers: dict[str, str] = request.setdefault(_HEADERS, {})
     return headers
+
+
+def add_warning(request: web.Request, text: str) -> None:
+    """A warning for the answer to ``request``: ``299 - "text"`` (quotes and backslashes
+    escaped, as ``NewWarningHeader`` does), each text once, as the warning recorder keeps
+    them; they are folded into one header line, which HTTP reads as one line each."""
+    value = '299 - "' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    warnings = request.setdefault(_WARNINGS, [])
+    if value not in warnings:
+        warnings.append(value)
+        response_headers(request)["Warning"] = ", ".join(warnings)
 
 
 def keeps_headers(
@@ -125,15 +138,37 @@ STALE_OBJECT = (
 )
 
 
+def _summary(causes: list[dict[str, Any]]) -> str:
+    """``ErrorList.ToAggregate()`` as ``NewInvalid`` prints it: ``field: message`` items."""
+    texts = [f"{c['field']}: {c['message']}" if c.get("field") else c["message"] for c in causes]
+    return texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
+
+
 def invalid(rt: ResourceType, name: str, causes: list[dict[str, Any]]) -> ApiError:
     """422 listing ``causes`` (``{reason, message, field}``) as ``field: message`` items."""
-    texts = [f"{c['field']}: {c['message']}" if c.get("field") else c["message"] for c in causes]
-    summary = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
     group_kind = f"{rt.kind}.{rt.group}" if rt.group else rt.kind
     details = _details(rt, name, kind=rt.kind)
     details["causes"] = causes
     quoted = json.dumps(name, ensure_ascii=False)  # Go's %q of the name
-    return ApiError(422, "Invalid", f"{group_kind} {quoted} is invalid: {summary}", details)
+    return ApiError(422, "Invalid", f"{group_kind} {quoted} is invalid: {_summary(causes)}",
+                    details)
+
+
+def options_invalid(kind: str, causes: list[dict[str, Any]]) -> ApiError:
+    """422 of a request's options (``ListOptions``, ``CreateOptions``, ``DeleteOptions``...):
+    ``NewInvalid`` of the ``meta.k8s.io`` kind with no name."""
+    return ApiError(422, "Invalid", f'{kind}.meta.k8s.io "" is invalid: {_summary(causes)}',
+                    {"group": "meta.k8s.io", "kind": kind, "causes": causes})
+
+
+def request_entity_too_large(why: str) -> ApiError:
+    return ApiError(413, "RequestEntityTooLarge", f"Request entity too large: {why}")
+
+
+def resource_version_on_create() -> ApiError:
+    """etcd3 ``store.Create``'s plain error, which the handler answers as a 500 with no
+    reason (``ErrorToAPIStatus`` of an error that is no Status)."""
+    return ApiError(500, "", "resourceVersion should not be set on objects to be created")
 
 
 def bad_request(message: str) -> ApiError:

@@ -1,10 +1,13 @@
 """The REST verbs on one resource type: get, list, watch, create, update, patch, delete.
 
-Decides the request flow of the generic registry: decode (JSON, YAML, or the protobuf kubectl's
-typed clients send, :mod:`slicectl.sim.protobuf`) and type-check the body, prune and
+Decides the request flow of the generic registry: read the body (at most 3 MiB, 413 beyond, as
+``MaxRequestBodyBytes``), validate the request's options (:mod:`slicectl.sim.options`), decode
+(JSON, YAML, or the protobuf kubectl's typed clients send, :mod:`slicectl.sim.protobuf`; a
+custom resource needs its ``kind``) and type-check the body, prune and
 report unknown fields (``fieldValidation`` Strict -> 400, Warn -> a Warning header), apply the
-strategy (:mod:`slicectl.sim.objects`), default, validate (422 with causes), check existence
-and optimistic concurrency (404, 409 AlreadyExists, 409 Conflict), record managedFields
+strategy (:mod:`slicectl.sim.objects`), de-duplicate ownerReferences (with a Warning),
+default, validate (422 with causes), check existence and optimistic concurrency (404, 409
+AlreadyExists, 409 Conflict; a create carrying a resourceVersion: 500), record managedFields
 (:mod:`slicectl.sim.managed`), store, and answer with the
 object (201 on create), a Table or PartialObjectMetadata(List) when the Accept header asks for
 one (:mod:`slicectl.sim.negotiation`), or a success Status where the real
@@ -21,10 +24,10 @@ import orjson
 import yaml
 from aiohttp import web
 
-from slicectl.sim import errors, listoptions, protobuf, watch
+from slicectl.sim import errors, listoptions, options, protobuf, watch
 from slicectl.sim.lifecycle import Lifecycle
 from slicectl.sim.listing import list_objects, make_filter
-from slicectl.sim.managed import check_field_manager, manager_name, record
+from slicectl.sim.managed import manager_name, record
 from slicectl.sim.negotiation import (
     Representation,
     is_a_list,
@@ -36,9 +39,12 @@ from slicectl.sim.negotiation import (
 from slicectl.sim.objects import (
     bump_generation,
     check_name,
+    dedup_owner_references,
     deletion_done,
+    drop_topology_on_v1,
     prepare_create,
     prepare_update,
+    sets_resource_version,
 )
 from slicectl.sim.patch import APPLY_PATCH, PatchError, apply_patch
 from slicectl.sim.protobuf import ProtobufError, is_protobuf
@@ -58,11 +64,15 @@ from slicectl.sim.validation import (
     prune_unknown,
     stored_form,
     strict_decoding_error,
-    unknown_field_warning,
+    unknown_field_warnings,
     validate,
 )
 
 JSON = "application/json"
+MAX_REQUEST_BODY_BYTES = 3 * 1024 * 1024  # kube-apiserver's MaxRequestBodyBytes
+DUPLICATE_OWNERS = (".metadata.ownerReferences contains duplicate entries{}; API server dedups "
+                    "owner references in 1.20+, and may reject such requests as early as 1.24; "
+                    "please fix your requests; duplicate UID(s) observed: {}")
 
 
 def json_response(body: Any, status: int = 200,
@@ -73,6 +83,15 @@ def json_response(body: Any, status: int = 200,
 
 def wanted(request: web.Request) -> Representation:
     return representation(request.headers.get("Accept", ""))
+
+
+async def read_body(request: web.Request) -> bytes:
+    """The request body; past :data:`MAX_REQUEST_BODY_BYTES` (the application's
+    ``client_max_size``) the 413 ``limitedReadBody`` answers."""
+    try:
+        return await request.read()
+    except web.HTTPRequestEntityTooLarge as exc:
+        raise errors.request_entity_too_large(f"limit is {MAX_REQUEST_BODY_BYTES}") from exc
 
 
 class Api:
@@ -157,8 +176,9 @@ class Api:
 
     # -- writes -----------------------------------------------------------------------------
 
-    async def _body(self, request: web.Request, rt: ResourceType) -> Obj:
-        raw = await request.read()
+    async def _body(self, request: web.Request, rt: ResourceType, options_kind: str) -> Obj:
+        raw = await read_body(request)
+        options.validate_write(options_kind, request.query)
         media = request.content_type
         try:
             if is_protobuf(media):
@@ -175,6 +195,11 @@ class Api:
         if not isinstance(body, dict):
             raise errors.bad_request("couldn't get version/kind; json parse error: "
                                      "expected an object")
+        kind = body.get("kind")
+        if rt.is_custom and not (kind and isinstance(kind, str)):  # Unstructured needs it
+            raise errors.bad_request(
+                f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
+                f"Object 'Kind' is missing in '{raw.decode(errors='replace')}'")
         self._check_kind(rt, body)
         self._unknown_fields(request, rt, body)  # decoding comes before every other check
         return body
@@ -193,12 +218,13 @@ class Api:
     def _unknown_fields(self, request: web.Request, rt: ResourceType, obj: Obj) -> None:
         """As the decoder does: Strict refuses unknown fields, Warn reports them in a Warning
         (sent with any answer, an error too); they are pruned unless Strict."""
-        mode = request.query.get("fieldValidation", "Warn")
+        mode = options.field_validation(request.query)
         unknown = prune_unknown(rt, obj, mode == "Strict")
         if unknown and mode == "Strict":
             raise errors.bad_request(strict_decoding_error(rt, unknown))
-        if unknown and mode == "Warn":
-            errors.response_headers(request)["Warning"] = unknown_field_warning(rt, unknown)
+        if mode == "Warn":
+            for text in unknown_field_warnings(rt, unknown):
+                errors.add_warning(request, text)
 
     def _admit(self, request: web.Request, rt: ResourceType, obj: Obj, old: Obj | None,
                subresource: str = "") -> None:
@@ -209,6 +235,10 @@ class Api:
                 f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
                 f"{undecodable}")
         self._unknown_fields(request, rt, obj)  # a patched object is only decoded here
+        duplicates = dedup_owner_references(obj["metadata"])
+        if duplicates:  # a patch's are found after admission only, and worded so
+            after = " after mutating admission happens" if request.method == "PATCH" else ""
+            errors.add_warning(request, DUPLICATE_OWNERS.format(after, ", ".join(duplicates)))
         apply_defaults(rt, obj)
         causes = validate(rt, obj, old, subresource)
         if causes:
@@ -235,27 +265,33 @@ class Api:
     @errors.keeps_headers
     async def create(self, request: web.Request, rt: ResourceType,
                      namespace: str) -> web.Response:
-        body = await self._body(request, rt)
+        body = await self._body(request, rt, "CreateOptions")
         body_ns = (body.get("metadata") or {}).get("namespace") if isinstance(
             body.get("metadata"), dict) else None
         if rt.namespaced and body_ns and body_ns != namespace:
             raise errors.bad_request("the namespace of the provided object does not match "
                                      "the namespace sent on the request")
-        return self._create(request, rt, namespace, body)
+        return self._create(request, rt, namespace, body, posted=True)
 
     def _create(self, request: web.Request, rt: ResourceType, namespace: str,
-                body: Obj) -> web.Response:
+                body: Obj, posted: bool = False) -> web.Response:
+        """Create ``body``; ``posted``: by a POST, which reaches etcd3's ``store.Create`` and
+        its resourceVersion check (a PUT that creates does not; a dry run reaches no store)."""
         headers = errors.response_headers(request)
+        dry_run = options.dry_run(request.query)
+        refuse_rv = posted and not dry_run and sets_resource_version(body.get("metadata"))
         prepare_create(rt, body, namespace)
         name = body["metadata"]["name"]
         self._admit(request, rt, body, None)
         self._check_namespace(rt, namespace, name)
+        if refuse_rv:
+            raise errors.resource_version_on_create()
         if self.store.get(rt, namespace, name) is not None:
             raise errors.already_exists(rt, name)
         if rt is CRD_TYPE:
             body["status"] = crd_status(body)
         self._record(request, rt, None, body, "")
-        if request.query.get("dryRun") == "All":
+        if dry_run:
             return self._answer(request, rt, body, 201, headers)
         stored = self.store.put(rt, body)
         if rt is CRD_TYPE:
@@ -265,7 +301,7 @@ class Api:
     @errors.keeps_headers
     async def update(self, request: web.Request, rt: ResourceType, namespace: str, name: str,
                      subresource: str) -> web.Response:
-        body = await self._body(request, rt)
+        body = await self._body(request, rt, "UpdateOptions")
         check_name(body, name, namespace)
         meta = body["metadata"]
         old = self.store.get(rt, namespace, name)
@@ -290,7 +326,9 @@ class Api:
     @errors.keeps_headers
     async def patch(self, request: web.Request, rt: ResourceType, namespace: str, name: str,
                     subresource: str) -> web.Response:
-        raw = await request.read()
+        raw = await read_body(request)
+        options.validate_write("PatchOptions", request.query,
+                               apply=request.content_type == APPLY_PATCH)
         old = self._existing(rt, namespace, name)
         try:
             patched = apply_patch(old, raw, request.headers.get("Content-Type", ""), rt)
@@ -313,13 +351,14 @@ class Api:
             raise errors.conflict(rt, name, errors.STALE_OBJECT)
         headers = errors.response_headers(request)
         result = prepare_update(rt, old, new, subresource)
+        dropped = drop_topology_on_v1(rt, old, result)
         if rt is CRD_TYPE and not subresource:
             result["status"] = crd_status(result)
         self._admit(request, rt, result, old, subresource)
-        bump_generation(rt, old, result)
+        bump_generation(rt, old, result, changed=dropped)
         result["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
         self._record(request, rt, old, result, subresource)
-        if request.query.get("dryRun") == "All" or result == old:
+        if options.dry_run(request.query) or result == old:
             return self._answer(request, rt, old if result == old else result, 200, headers)
         if deletion_done(result):
             return self._answer(request, rt, self.store.remove(rt, old), 200, headers)
@@ -331,12 +370,9 @@ class Api:
     def _record(self, request: web.Request, rt: ResourceType, old: Obj | None, new: Obj,
                 subresource: str) -> None:
         """Who changed what: ``metadata.managedFields`` (:mod:`slicectl.sim.managed`)."""
-        field_manager = request.query.get("fieldManager", "")
-        apply = request.content_type == APPLY_PATCH
-        check_field_manager(field_manager, apply, {"POST": "CreateOptions", "PUT": "UpdateOptions"}
-                            .get(request.method, "PatchOptions"))
+        field_manager = request.query.get("fieldManager", "")  # validated with the options
         manager = manager_name(field_manager, request.headers.get("User-Agent", ""))
-        operation = "Apply" if apply else "Update"
+        operation = "Apply" if request.content_type == APPLY_PATCH else "Update"
         record(old, new, manager, operation, subresource, rt.group_version,
                "status" in rt.subresources)
 
@@ -347,31 +383,14 @@ class Api:
     # -- deletes ----------------------------------------------------------------------------
 
     async def _delete_options(self, request: web.Request) -> dict[str, Any]:
-        raw = await request.read()
-        options: dict[str, Any] = {}
-        if raw.strip():
-            try:
-                if is_protobuf(request.content_type):
-                    options = protobuf.decode(raw)
-                else:
-                    options = orjson.loads(raw)
-            except (orjson.JSONDecodeError, ProtobufError) as exc:
-                raise errors.bad_request(f"invalid DeleteOptions: {exc}") from exc
-            if not isinstance(options, dict):
-                raise errors.bad_request("invalid DeleteOptions: expected an object")
-        query = request.query
-        if "propagationPolicy" in query:
-            options["propagationPolicy"] = query["propagationPolicy"]
-        if "gracePeriodSeconds" in query:
-            options["gracePeriodSeconds"] = int(query["gracePeriodSeconds"])
-        if "orphanDependents" in query:
-            options["orphanDependents"] = query["orphanDependents"] == "true"
-        return options
+        raw = await read_body(request)
+        return options.delete_options(raw, request.content_type, request.query)
 
-    def _delete_one(self, rt: ResourceType, obj: Obj, options: dict[str, Any]) -> tuple[Obj, bool]:
+    def _delete_one(self, rt: ResourceType, obj: Obj,
+                    delete_options: dict[str, Any]) -> tuple[Obj, bool]:
         if rt is CRD_TYPE:
             self._drop_custom_objects(obj)
-        result, gone = self.lifecycle.delete(rt, obj, options)
+        result, gone = self.lifecycle.delete(rt, obj, delete_options)
         if rt is CRD_TYPE and gone:
             self.registry.remove_crd(obj["metadata"]["name"])
         return result, gone
@@ -386,11 +405,11 @@ class Api:
 
     async def delete(self, request: web.Request, rt: ResourceType, namespace: str,
                      name: str) -> web.Response:
-        options = await self._delete_options(request)
+        delete_options = await self._delete_options(request)
         obj = self._existing(rt, namespace, name)
-        if request.query.get("dryRun") == "All" or "All" in (options.get("dryRun") or ()):
+        if delete_options.get("dryRun"):
             return self._answer(request, rt, obj)
-        result, gone = self._delete_one(rt, obj, options)
+        result, gone = self._delete_one(rt, obj, delete_options)
         if gone and not returns_deleted_object(rt):
             details: dict[str, Any] = {"name": name}
             if rt.group:
@@ -402,13 +421,14 @@ class Api:
 
     async def delete_collection(self, request: web.Request, rt: ResourceType,
                                 namespace: str) -> web.Response:
-        options = await self._delete_options(request)
         query = dict(request.query)
         query.pop("limit", None)
         query.pop("continue", None)
         listoptions.validate(query, watch=False)
+        delete_options = await self._delete_options(request)
         items, meta = list_objects(self.store, rt, make_filter(rt, namespace, query), query)
-        deleted = [self._delete_one(rt, obj, options)[0] for obj in items]
+        deleted = items if delete_options.get("dryRun") else [
+            self._delete_one(rt, obj, delete_options)[0] for obj in items]
         meta["resourceVersion"] = str(self.store.rv)
         return json_response({"kind": rt.list_kind, "apiVersion": rt.group_version,
                               "metadata": meta, "items": deleted})

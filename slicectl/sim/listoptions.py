@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from slicectl.sim.errors import ApiError
+from slicectl.sim.errors import options_invalid
 
 NOT_OLDER_THAN = "NotOlderThan"
 EXACT = "Exact"
@@ -30,7 +30,7 @@ def validate(query: dict[str, str], *, watch: bool) -> None:
     """Raise the real server's 422 when ``query`` is not a valid ListOptions."""
     causes = _watch_causes(query) if watch else _list_causes(query)
     if causes:
-        raise _invalid(causes)
+        raise options_invalid("ListOptions", causes)
 
 
 def _list_causes(query: dict[str, str]) -> list[dict[str, Any]]:
@@ -84,10 +84,3 @@ def _not_supported(field: str, value: str, supported: tuple[str, ...]) -> dict[s
     return {"reason": "FieldValueNotSupported",
             "message": f'Unsupported value: "{value}": supported values: {values}',
             "field": field}
-
-
-def _invalid(causes: list[dict[str, Any]]) -> ApiError:
-    texts = [f"{c['field']}: {c['message']}" for c in causes]
-    summary = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
-    return ApiError(422, "Invalid", f'ListOptions.meta.k8s.io "" is invalid: {summary}',
-                    {"group": "meta.k8s.io", "kind": "ListOptions", "causes": causes})

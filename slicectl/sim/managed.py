@@ -8,8 +8,8 @@ without it are optimistic.
 What is recorded (an approximation of structured-merge-diff, good for sizes and for who-owns-
 what, not for server-side-apply conflict detection):
 
-- the manager is the ``fieldManager`` query parameter (at most 128 printable characters,
-  required for apply: 422 otherwise), else the User-Agent up to its first ``/``
+- the manager is the ``fieldManager`` query parameter (validated with the request's options,
+  :mod:`slicectl.sim.options`), else the User-Agent up to its first ``/``
   (``prefixFromUserAgent``), cut to 128;
 - operation ``Apply`` for ``application/apply-patch+yaml`` patches, ``Update`` otherwise;
   ``subresource: status`` for status writes; ``apiVersion`` of the request; ``time`` of the
@@ -29,9 +29,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from slicectl.sim import errors
 from slicectl.sim.objects import now_timestamp
-from slicectl.sim.validation.errors import invalid, required, too_long
 
 Obj = dict[str, Any]
 Path = tuple[str, ...]
@@ -47,23 +45,6 @@ _LIST_KEYS: dict[str, tuple[str, ...]] = {
     "env": ("name",), "volumes": ("name",), "volumeMounts": ("mountPath",),
     "imagePullSecrets": ("name",), "conditions": ("type",), "ownerReferences": ("uid",),
     "ports": ("containerPort", "protocol")}
-
-
-def check_field_manager(field_manager: str, apply: bool, options_kind: str) -> None:
-    """``ValidateFieldManager`` (and apply's requirement): 422 on the request's options."""
-    causes: list[dict[str, str]] = []
-    if apply and not field_manager:
-        causes.append(required("fieldManager", "is required for apply patch"))
-    if len(field_manager) > MAX_MANAGER:
-        causes.append(too_long("fieldManager", MAX_MANAGER))
-    causes.extend(invalid("fieldManager", field_manager,
-                          f"invalid character U+{ord(c):04X} (at position {i})")
-                  for i, c in enumerate(field_manager) if not c.isprintable())
-    if causes:
-        summary = [f"{c['field']}: {c['message']}" for c in causes]
-        text = summary[0] if len(summary) == 1 else "[" + ", ".join(summary) + "]"
-        raise errors.ApiError(422, "Invalid", f'{options_kind}.meta.k8s.io "" is invalid: {text}',
-                              {"group": "meta.k8s.io", "kind": options_kind, "causes": causes})
 
 
 def manager_name(field_manager: str, user_agent: str) -> str:

@@ -2,18 +2,23 @@
 
 Decides the server-owned metadata (name from generateName: the prefix cut to 58 characters
 plus 5 from the real suffix alphabet; uid, creationTimestamp, generation), that an update or
-patch may not rename the object (400, ``checkName``), which part of an object a write may
+patch may not rename the object (400, ``checkName``), what ``rest.BeforeUpdate`` keeps of the
+body's metadata (a non-empty uid, a deletionTimestamp or grace period the stored object lacks:
+left for validation to refuse, never silently replaced), which part of an object a write may
 change (main resource writes keep the old status of types with a status subresource; /status
 writes keep everything but status; namespace finalizers change only through /finalize), when
 generation is bumped (per :func:`slicectl.sim.resources.generation_policy`; EndpointSlices
-compared as ``Semantic.DeepEqual`` does), and the status a new pod, service or namespace
-starts with.
+compared as ``Semantic.DeepEqual`` does), what the EndpointSlice strategy drops on v1
+(``dropTopologyOnV1``), the ownerReferences every write de-duplicates
+(``dedupOwnerReferences``), the resourceVersion a create may not carry, and the status a new
+pod, service or namespace starts with.
 """
 
 from __future__ import annotations
 
 import copy
 import random
+import re
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -26,8 +31,10 @@ from slicectl.sim.storage import Obj
 from slicectl.sim.types import ResourceType
 
 NAME_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
-_SERVER_META = ("uid", "creationTimestamp", "generation", "deletionTimestamp",
-                "deletionGracePeriodSeconds", "namespace", "name", "selfLink")
+_SERVER_META = ("creationTimestamp", "generation", "namespace", "name", "selfLink")
+_DELETION_META = ("uid", "deletionTimestamp", "deletionGracePeriodSeconds")
+_OWNER_FIELDS = ("apiVersion", "kind", "name", "uid")
+_UINT = re.compile(r"[0-9]+")
 
 
 def now_timestamp() -> str:
@@ -117,6 +124,7 @@ def prepare_create(rt: ResourceType, obj: Obj, namespace: str) -> None:
         meta.pop("generation", None)
     obj["apiVersion"] = rt.group_version
     obj["kind"] = rt.kind
+    drop_topology_on_v1(rt, None, obj)
     if resets_status_on_create(rt):
         obj.pop("status", None)
     if rt.group == "" and rt.plural == "pods":
@@ -146,23 +154,29 @@ def _qos_class(pod: Obj) -> str:
 def prepare_update(rt: ResourceType, old: Obj, new: Obj, subresource: str) -> Obj:
     """The object to store for a write of ``new`` over ``old`` (``new`` may be changed)."""
     old_meta = old["metadata"]
-    if subresource == "status":
+    if subresource in ("status", "finalize"):
         result = {**old, "metadata": dict(old_meta)}
-        if "status" in new:
+        if subresource == "finalize":
+            spec = dict(old.get("spec") or {})
+            spec["finalizers"] = (new.get("spec") or {}).get("finalizers") or []
+            result["spec"] = spec
+        elif "status" in new:
             result["status"] = new["status"]
         else:
             result.pop("status", None)
+        uid = metadata_of(rt, new).get("uid")
+        if uid and not rt.is_custom:
+            # the built-in status strategies keep the body's uid (a custom resource's keeps
+            # the stored metadata whole): BeforeUpdate leaves a changed one to validation
+            result["metadata"]["uid"] = uid
         return result
-    if subresource == "finalize":
-        spec = dict(old.get("spec") or {})
-        spec["finalizers"] = (new.get("spec") or {}).get("finalizers") or []
-        return {**old, "metadata": dict(old_meta), "spec": spec}
     meta = metadata_of(rt, new)
     for key in _SERVER_META:
         if key in old_meta:
             meta[key] = old_meta[key]
         else:
             meta.pop(key, None)
+    _before_update(meta, old_meta)
     new["apiVersion"] = rt.group_version
     new["kind"] = rt.kind
     if "status" in rt.subresources:
@@ -175,26 +189,94 @@ def prepare_update(rt: ResourceType, old: Obj, new: Obj, subresource: str) -> Ob
     return new
 
 
-def bump_generation(rt: ResourceType, old: Obj, new: Obj) -> None:
+def _before_update(meta: dict[str, Any], old_meta: dict[str, Any]) -> None:
+    """``rest.BeforeUpdate``: the stored uid only when the body has none; the stored
+    deletionTimestamp when there is one (an update never removes or moves it), the stored
+    grace period when the body has none. Anything else the body says of them stays, for
+    ``ValidateObjectMetaAccessorUpdate`` to refuse."""
+    for key in _DELETION_META:
+        if meta.get(key) is None or meta.get(key) == "":
+            meta.pop(key, None)
+    if not meta.get("uid") and old_meta.get("uid"):
+        meta["uid"] = old_meta["uid"]
+    if old_meta.get("deletionTimestamp"):
+        meta["deletionTimestamp"] = old_meta["deletionTimestamp"]
+    grace = old_meta.get("deletionGracePeriodSeconds")
+    if grace is not None and meta.get("deletionGracePeriodSeconds") is None:
+        meta["deletionGracePeriodSeconds"] = grace
+
+
+def drop_topology_on_v1(rt: ResourceType, old: Obj | None, new: Obj) -> bool:
+    """``dropTopologyOnV1``: a v1 EndpointSlice write clears ``endpoints[].deprecatedTopology``,
+    on update only when the endpoints changed. True when it cleared any (the endpoints had
+    changed, so the strategy, which compares before it drops, moves the generation)."""
+    if (rt.group, rt.kind) != ("discovery.k8s.io", "EndpointSlice"):
+        return False
+    endpoints = new.get("endpoints")
+    if not isinstance(endpoints, list) or (
+            old is not None and semantic(old.get("endpoints")) == semantic(endpoints)):
+        return False
+    dropped = False
+    for endpoint in endpoints:
+        if isinstance(endpoint, dict) and "deprecatedTopology" in endpoint:
+            dropped = endpoint.pop("deprecatedTopology") is not None or dropped
+    return dropped
+
+
+def dedup_owner_references(meta: dict[str, Any]) -> list[str]:
+    """``dedupOwnerReferences``: drop every ownerReference equal to an earlier one (same uid
+    and the same other fields; null and unset alike); the uids of those dropped."""
+    refs = meta.get("ownerReferences")
+    if not isinstance(refs, list) or len(refs) < 2:
+        return []
+    kept: list[Any] = []
+    seen: list[tuple[Any, ...]] = []
+    duplicates: list[str] = []
+    for ref in refs:
+        if not isinstance(ref, dict):
+            kept.append(ref)  # validation refuses it
+            continue
+        key = (*(str(ref.get(f) or "") for f in _OWNER_FIELDS), ref.get("controller"),
+               ref.get("blockOwnerDeletion"))
+        if key in seen:
+            duplicates.append(str(ref.get("uid") or ""))
+            continue
+        seen.append(key)
+        kept.append(ref)
+    if duplicates:
+        meta["ownerReferences"] = kept
+    return duplicates
+
+
+def sets_resource_version(meta: Any) -> bool:
+    """A create body's resourceVersion that etcd3's ``store.Create`` refuses: one that parses
+    as a non-zero uint64 (anything else is dropped, as ``PrepareObjectForStorage`` does)."""
+    rv = meta.get("resourceVersion") if isinstance(meta, dict) else None
+    return isinstance(rv, str) and bool(_UINT.fullmatch(rv)) and 0 < int(rv) < 2**64
+
+
+def bump_generation(rt: ResourceType, old: Obj, new: Obj, changed: bool = False) -> None:
+    """Move ``new``'s generation as the type's strategy does (``changed``: it must move)."""
     policy = generation_policy(rt)
     if not policy:
         return
     meta = new["metadata"]
     generation = old["metadata"].get("generation", 1)
+    meta["generation"] = generation + 1 if changed or _moved(policy, old, new) else generation
+
+
+def _moved(policy: str, old: Obj, new: Obj) -> bool:
     if policy == "spec":
-        changed = old.get("spec") != new.get("spec")
-    else:
-        ignored = ("metadata", "status") if policy == "non-metadata-status" else ("metadata",)
-        before = {k: v for k, v in old.items() if k not in ignored}
-        after = {k: v for k, v in new.items() if k not in ignored}
-        if policy == "endpointslice":
-            # the strategy: anything but metadata changed, or the labels changed
-            # (annotations, finalizers, owners alone do not bump it)
-            changed = semantic(before) != semantic(after) or (
-                old["metadata"].get("labels") or {}) != (meta.get("labels") or {})
-        else:
-            changed = before != after
-    meta["generation"] = generation + 1 if changed else generation
+        return bool(old.get("spec") != new.get("spec"))
+    ignored = ("metadata", "status") if policy == "non-metadata-status" else ("metadata",)
+    before = {k: v for k, v in old.items() if k not in ignored}
+    after = {k: v for k, v in new.items() if k not in ignored}
+    if policy == "endpointslice":
+        # the strategy: anything but metadata changed, or the labels changed
+        # (annotations, finalizers, owners alone do not bump it)
+        return semantic(before) != semantic(after) or (
+            old["metadata"].get("labels") or {}) != (new["metadata"].get("labels") or {})
+    return before != after
 
 
 def deletion_done(obj: Obj) -> bool:

@@ -27,7 +27,7 @@ from aiohttp import web
 from slicectl.sim import discovery, errors
 from slicectl.sim.auth import authorized, new_token, write_kubeconfig
 from slicectl.sim.faults import Faults
-from slicectl.sim.handlers import Api, json_response
+from slicectl.sim.handlers import MAX_REQUEST_BODY_BYTES, Api, json_response
 from slicectl.sim.kubelet import Kubelet
 from slicectl.sim.lifecycle import GC_DELAY, Lifecycle
 from slicectl.sim.metrics import RequestCounter
@@ -83,7 +83,7 @@ class EmbeddedApiServer:
 
     async def start(self) -> None:
         ca_pem, cert_pem, key_pem = make_certificates(self.host)
-        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app = web.Application(client_max_size=MAX_REQUEST_BODY_BYTES)  # 413 beyond
         app.router.add_route("*", "/{tail:.*}", self._dispatch)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False,
                                      shutdown_timeout=0.5)

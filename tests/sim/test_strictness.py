@@ -1,14 +1,18 @@
 """Writes a real server refuses or treats differently: generated names, pod spec immutability,
-renames, the pod IP fields' v1 conversion, and when an EndpointSlice's generation moves."""
+renames, the pod IP fields' v1 conversion, when an EndpointSlice's generation moves, values of
+the wrong type, request options, the request body limit, v1 EndpointSlice topology and a
+custom resource's kind."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import orjson
 import pytest
 
 from slicectl.sim.objects import NAME_SUFFIX_ALPHABET
 from tests.sim.conftest import PODS, Raw, pod
+from tests.sim.test_crd import CRDS, WIDGETS, crd, widget
 
 MERGE = "application/merge-patch+json"
 SLICES = "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices"
@@ -197,3 +201,122 @@ async def test_a_put_bodys_uid_is_a_precondition(raw: Raw) -> None:
     assert code == 409 and "UID in object meta: " in answer["message"]
     assert (await raw.request("GET", LEASES + "/u"))[0] == 404
     assert (await raw.request("PUT", LEASES + "/u", lease))[0] == 201
+
+
+def _options_invalid(kind: str, causes: list[dict[str, str]]) -> dict[str, Any]:
+    texts = [f"{c['field']}: {c['message']}" for c in causes]
+    summary = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": f'{kind}.meta.k8s.io "" is invalid: {summary}', "reason": "Invalid",
+            "details": {"group": "meta.k8s.io", "kind": kind, "causes": causes}, "code": 422}
+
+
+DRY_RUN_BOGUS = {"reason": "FieldValueNotSupported", "field": "dryRun",
+                 "message": 'Unsupported value: []string{"Bogus"}: supported values: "All"'}
+
+
+async def test_write_options_are_validated_first(raw: Raw) -> None:
+    """ValidateCreate/Update/PatchOptions run before the body is looked at: an unknown dryRun
+    or fieldValidation value, or force on a non-apply patch, is a 422 and nothing is written."""
+    code, body, _ = await raw.request("POST", SLICES, _slice(), dryRun="Bogus")
+    assert (code, body) == (422, _options_invalid("CreateOptions", [DRY_RUN_BOGUS]))
+    assert (await raw.request("GET", SLICES + "/s"))[0] == 404
+    code, body, _ = await raw.request("POST", SLICES, _slice(), fieldValidation="Bogus")
+    assert (code, body) == (422, _options_invalid("CreateOptions", [{
+        "reason": "FieldValueNotSupported", "field": "fieldValidation",
+        "message": 'Unsupported value: "Bogus": supported values: "", "Ignore", "Strict", '
+                   '"Warn"'}]))
+    assert (await raw.request("POST", SLICES, _slice(), dryRun="All"))[0] == 201
+    assert (await raw.request("GET", SLICES + "/s"))[0] == 404  # a valid dry run stores nothing
+    code, created, _ = await raw.request("POST", SLICES, _slice(), fieldValidation="Ignore")
+    assert code == 201
+    code, body, _ = await raw.request("PUT", SLICES + "/s", created, dryRun="Bogus")
+    assert (code, body) == (422, _options_invalid("UpdateOptions", [DRY_RUN_BOGUS]))
+    code, body, _ = await raw.request("PATCH", SLICES + "/s", {"metadata": {"labels": {"a": "2"}}},
+                                      content_type=MERGE, force="false")
+    assert (code, body) == (422, _options_invalid("PatchOptions", [{
+        "reason": "FieldValueForbidden", "field": "force",
+        "message": "Forbidden: may not be specified for non-apply patch"}]))
+    code, body, _ = await raw.request("PATCH", SLICES + "/missing", {}, content_type=MERGE,
+                                      dryRun="Bogus")
+    assert (code, body) == (422, _options_invalid("PatchOptions", [DRY_RUN_BOGUS]))
+    _, stored, _ = await raw.request("GET", SLICES + "/s")
+    assert stored["metadata"]["labels"] == {"a": "1"}
+
+
+async def test_delete_options_are_validated_first(raw: Raw) -> None:
+    """ValidateDeleteOptions: orphanDependents with a propagationPolicy, or a dryRun other than
+    All, is a 422 and nothing is deleted; a body's options win over the query's."""
+    await raw.request("POST", SLICES, _slice())
+    code, body, _ = await raw.request("DELETE", SLICES + "/s", {
+        "kind": "DeleteOptions", "apiVersion": "v1", "orphanDependents": True,
+        "propagationPolicy": "Background"})
+    assert (code, body) == (422, _options_invalid("DeleteOptions", [{
+        "reason": "FieldValueInvalid", "field": "propagationPolicy",
+        "message": 'Invalid value: "Background": orphanDependents and deletionPropagation '
+                   "cannot be both set"}]))
+    code, body, _ = await raw.request("DELETE", SLICES + "/s", {"dryRun": ["All", "Bogus"]})
+    assert (code, body) == (422, _options_invalid("DeleteOptions", [{
+        "reason": "FieldValueNotSupported", "field": "dryRun",
+        "message": 'Unsupported value: []string{"All", "Bogus"}: supported values: "All"'}]))
+    code, body, _ = await raw.request("DELETE", SLICES + "/missing", dryRun="Bogus")
+    assert (code, body) == (422, _options_invalid("DeleteOptions", [DRY_RUN_BOGUS]))
+    code, body, _ = await raw.request("DELETE", SLICES + "/s", propagationPolicy="Bogus")
+    assert (code, body) == (422, _options_invalid("DeleteOptions", [{
+        "reason": "FieldValueNotSupported", "field": "propagationPolicy",
+        "message": 'Unsupported value: "Bogus": supported values: "Foreground", "Background", '
+                   '"Orphan", "nil"'}]))
+    assert (await raw.request("DELETE", SLICES + "/s", dryRun="All"))[0] == 200
+    assert (await raw.request("GET", SLICES + "/s"))[0] == 200
+    # with a body the query is not read: this is no dry run
+    assert (await raw.request("DELETE", SLICES + "/s", {}, dryRun="All"))[0] == 200
+    assert (await raw.request("GET", SLICES + "/s"))[0] == 404
+
+
+MAX_BODY = 3 * 1024 * 1024
+
+
+async def test_a_body_over_3_mib_is_413(raw: Raw) -> None:
+    """MaxRequestBodyBytes: limitedReadBody reads at most 3 MiB, one byte more is a 413 Status."""
+    big = pod("big")
+    big["spec"]["containers"][0]["env"] = [{"name": f"E{i}", "value": "x" * 1000}
+                                           for i in range(3000)]
+    data = orjson.dumps(big)
+    assert len(data) < MAX_BODY
+    code, body, _ = await raw.request("POST", PODS, data + b" " * (MAX_BODY + 1 - len(data)))
+    assert (code, body) == (413, {
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": "Request entity too large: limit is 3145728",
+        "reason": "RequestEntityTooLarge", "code": 413})
+    code, body, _ = await raw.request("POST", PODS, data + b" " * (MAX_BODY - len(data)))
+    assert code == 201, body
+
+
+async def test_v1_endpointslices_drop_deprecated_topology(raw: Raw) -> None:
+    """dropTopologyOnV1: cleared on create, and on an update whose endpoints changed (the
+    generation still moves, as the strategy compares before it drops)."""
+    body = _slice()
+    body["endpoints"][0]["deprecatedTopology"] = {"kubernetes.io/hostname": "n1"}
+    code, created, _ = await raw.request("POST", SLICES, body)
+    assert code == 201 and created["endpoints"] == [{"addresses": ["10.0.0.1"]}]
+    code, patched, _ = await raw.request("PATCH", SLICES + "/s", {"endpoints": [
+        {"addresses": ["10.0.0.1"], "deprecatedTopology": {"kubernetes.io/hostname": "n1"}}]},
+        content_type=MERGE)
+    assert code == 200 and patched["endpoints"] == [{"addresses": ["10.0.0.1"]}]
+    assert patched["metadata"]["generation"] == 2
+    assert patched["metadata"]["resourceVersion"] != created["metadata"]["resourceVersion"]
+
+
+async def test_a_custom_resource_without_kind_is_400(raw: Raw) -> None:
+    """Custom resources decode as Unstructured, which requires kind (NewMissingKindErr)."""
+    await raw.request("POST", CRDS, crd())
+    body = widget("nokind")
+    del body["kind"]
+    data = orjson.dumps(body)
+    code, answer, _ = await raw.request("POST", WIDGETS, data)
+    assert (code, answer["reason"], answer["message"]) == (400, "BadRequest", (
+        f"Widget in version \"v1\" cannot be handled as a Widget: Object 'Kind' is missing in "
+        f"'{data.decode()}'"))
+    code, answer, _ = await raw.request("PUT", WIDGETS + "/nokind", {**body, "kind": ""})
+    assert (code, answer["reason"]) == (400, "BadRequest")
+    assert (await raw.request("GET", WIDGETS + "/nokind"))[0] == 404

@@ -12,7 +12,7 @@ never needs to know which kind has which rule:
 - :func:`prune_unknown` finds fields the schema does not declare (paths like ``spec.foo`` or
   ``spec.ports[0].bar``). With ``strict=False`` they are removed, as a real server's decoder
   drops them; with ``strict=True`` the object is left alone and the caller rejects the request
-  (fieldValidation=Strict: :func:`strict_decoding_error`; Warn: :func:`unknown_field_warning`);
+  (fieldValidation=Strict: :func:`strict_decoding_error`; Warn: :func:`unknown_field_warnings`);
 - :func:`stored_form` makes an admitted custom resource what storage gives back (integral
   floats become integers, as Go's JSON round trip makes them).
 """
@@ -29,14 +29,14 @@ from slicectl.sim.validation.decode import decode_error as _decode_error
 from slicectl.sim.validation.endpointslice import validate_endpointslice
 from slicectl.sim.validation.errors import Cause
 from slicectl.sim.validation.govalues import stored_numbers
-from slicectl.sim.validation.meta import validate_object_meta
+from slicectl.sim.validation.meta import validate_object_meta, validate_object_meta_update
 from slicectl.sim.validation.names import dns1123_label_errors, dns1123_subdomain_errors
 from slicectl.sim.validation.pod_update import validate_pod_update
 from slicectl.sim.validation.prune import Compiler, Node, prune
 from slicectl.sim.validation.schema import apply_schema_defaults, validate_value
 
 __all__ = ["Cause", "apply_defaults", "decode_error", "prune_unknown", "stored_form",
-           "strict_decoding_error", "unknown_field_warning", "validate"]
+           "strict_decoding_error", "unknown_field_warnings", "validate"]
 
 _OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 
@@ -45,7 +45,16 @@ def validate(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None,
              subresource: str = "") -> list[Cause]:
     """Status causes for ``obj`` (empty when valid); ``old`` is the stored object on update.
     A custom resource's ``status`` subresource write has only its ``.status`` checked against
-    the schema (rooted there: ``endpoints in body`` for ``status.endpoints``)."""
+    the schema (rooted there: ``endpoints in body`` for ``status.endpoints``). On update the
+    metadata rules of every kind come first (``BeforeUpdate`` checks them before the
+    strategy's own)."""
+    causes = [] if old is None else validate_object_meta_update(obj.get("metadata"),
+                                                                 old.get("metadata"))
+    return causes + _validate_kind(rt, obj, old, subresource)
+
+
+def _validate_kind(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None,
+                   subresource: str) -> list[Cause]:
     key = (rt.group, rt.kind)
     if key == ("discovery.k8s.io", "EndpointSlice"):
         return validate_endpointslice(obj, old)
@@ -82,10 +91,9 @@ def strict_decoding_error(rt: ResourceType, unknown: list[str]) -> str:
                 f'unknown field "{path}"' for path in _field_order(rt, unknown)))
 
 
-def unknown_field_warning(rt: ResourceType, unknown: list[str]) -> str:
-    """The ``Warning`` header of a fieldValidation=Warn write with unknown fields (one warning
-    per field, folded into one header line as HTTP allows)."""
-    return ", ".join(f'299 - "unknown field \\"{p}\\""' for p in _field_order(rt, unknown))
+def unknown_field_warnings(rt: ResourceType, unknown: list[str]) -> list[str]:
+    """The warnings of a fieldValidation=Warn write with unknown fields, one per field."""
+    return [f'unknown field "{p}"' for p in _field_order(rt, unknown)]
 
 
 def _field_order(rt: ResourceType, unknown: list[str]) -> list[str]:

@@ -37,10 +37,16 @@ def required(field: str, detail: str = "") -> Cause:
     return {"reason": "FieldValueRequired", "message": message, "field": field}
 
 
-def not_supported(field: str, value: Any, supported: list[str]) -> Cause:
+def go_strings(values: list[Any]) -> str:
+    """A ``[]string`` as Go's ``%#v`` prints it: ``[]string{"a", "b"}``."""
+    return "[]string{" + ", ".join(json.dumps(str(v), ensure_ascii=False) for v in values) + "}"
+
+
+def not_supported(field: str, value: Any, supported: list[str], shown: str | None = None) -> Cause:
+    """``shown``: the value as the message prints it, when :func:`show` would not (a list)."""
     allowed = ", ".join(json.dumps(s) for s in supported)
     return {"reason": "FieldValueNotSupported",
-            "message": f"Unsupported value: {show(value)}: supported values: {allowed}",
+            "message": f"Unsupported value: {shown or show(value)}: supported values: {allowed}",
             "field": field}
 
 

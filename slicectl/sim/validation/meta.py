@@ -1,14 +1,19 @@
-"""``ValidateObjectMeta``: the metadata rules every stored object obeys.
+"""``ValidateObjectMeta`` and ``ValidateObjectMetaAccessorUpdate``: the metadata rules every
+stored object obeys.
 
 Why: names, namespaces, labels and annotations are checked the same way for every kind; only
 the name rule varies (DNS subdomain for most kinds, DNS label for namespaces), so the caller
 passes it in, as ``ValidateObjectMeta(meta, requiresNamespace, nameFn, path)`` does upstream.
+On update the uid and the deletion fields are immutable and a deleting object gains no
+finalizers, whatever the kind (:func:`validate_object_meta_update`).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from slicectl.sim.validation import errors as e
@@ -21,6 +26,9 @@ from slicectl.sim.validation.names import (
 
 NameCheck = Callable[[str], list[str]]
 TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024
+IMMUTABLE = "field is immutable"
+_RFC3339 = re.compile(r"(\d{4}-\d\d-\d\d)[Tt](\d\d:\d\d:\d\d)(?:\.(\d+))?"
+                      r"(?:[Zz]|([+-])(\d\d):(\d\d))")
 
 
 def validate_object_meta(
@@ -154,8 +162,58 @@ def _finalizers(finalizers: Any, path: str) -> list[e.Cause]:
     causes = [e.invalid(path, name, m) for name in finalizers
               for m in qualified_name_errors(str(name))]
     if "orphan" in finalizers and "foregroundDeletion" in finalizers:
-        shown = "[]string{" + ", ".join(json.dumps(str(f)) for f in finalizers) + "}"
-        causes.append({"reason": "FieldValueInvalid", "message": f"Invalid value: {shown}: "
+        causes.append({"reason": "FieldValueInvalid", "message":
+                       f"Invalid value: {e.go_strings(finalizers)}: "
                        "finalizer orphan and foregroundDeletion cannot be both set",
                        "field": path})
     return causes
+
+
+def validate_object_meta_update(meta: Any, old_meta: Any, path: str = "metadata") -> list[e.Cause]:
+    """What ``ValidateObjectMetaAccessorUpdate`` still finds after ``rest.BeforeUpdate`` (see
+    :func:`slicectl.sim.objects.prepare_update`): new finalizers on a deleting object, and a
+    changed uid, deletionTimestamp or deletionGracePeriodSeconds. (A changed name or namespace
+    is checkName's 400 first; creationTimestamp and generation are the stored ones.)"""
+    if not isinstance(meta, dict) or not isinstance(old_meta, dict):
+        return []
+    causes: list[e.Cause] = []
+    if old_meta.get("deletionTimestamp"):
+        before = {str(f) for f in old_meta.get("finalizers") or []}
+        found = meta.get("finalizers")
+        extra = sorted({str(f) for f in found if str(f) not in before}
+                       if isinstance(found, list) else ())
+        if extra:
+            causes.append(e.forbidden(f"{path}.finalizers", "no new finalizers can be added if "
+                                      f"the object is being deleted, found new finalizers "
+                                      f"{e.go_strings(extra)}"))
+    uid = meta.get("uid") or ""
+    if uid != (old_meta.get("uid") or ""):
+        causes.append(e.invalid(f"{path}.uid", uid, IMMUTABLE))
+    stamp = meta.get("deletionTimestamp")
+    if stamp != old_meta.get("deletionTimestamp"):
+        causes.append({"reason": "FieldValueInvalid", "field": f"{path}.deletionTimestamp",
+                       "message": f"Invalid value: {_go_time(stamp)}: {IMMUTABLE}"})
+    grace = meta.get("deletionGracePeriodSeconds")
+    if grace != old_meta.get("deletionGracePeriodSeconds"):
+        causes.append(e.invalid(f"{path}.deletionGracePeriodSeconds", grace, IMMUTABLE))
+    return causes
+
+
+def _go_time(stamp: Any) -> str:
+    """A ``*metav1.Time`` as a field error prints it: ``time.Time.String()`` in UTC (the
+    server's zone), e.g. ``2020-01-01 00:00:00 +0000 UTC``; "null" when unset."""
+    if stamp is None:
+        return '"null"'
+    found = _RFC3339.fullmatch(str(stamp))
+    if found is None:
+        return str(stamp)
+    day, clock, fraction, sign, hours, minutes = found.groups()
+    try:
+        when = datetime.strptime(f"{day} {clock}", "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC)
+    except ValueError:  # no such day or time
+        return str(stamp)
+    if sign:
+        offset = timedelta(hours=int(hours), minutes=int(minutes))
+        when = when - offset if sign == "+" else when + offset
+    fraction = (fraction or "")[:9].rstrip("0")
+    return when.strftime("%Y-%m-%d %H:%M:%S") + (f".{fraction}" if fraction else "") + " +0000 UTC"

@@ -1,0 +1,140 @@
+"""The options of a write or a delete, validated as the real handlers do before anything else.
+
+Why: ``ValidateCreateOptions``, ``ValidateUpdateOptions``, ``ValidatePatchOptions`` and
+``ValidateDeleteOptions`` (apimachinery's ``meta/v1/validation``) refuse a request with a 422
+``<Kind>Options.meta.k8s.io "" is invalid`` right after its body is read, before the body is
+decoded or the object looked up. Without them a misspelt ``dryRun`` would write for real here
+(and nowhere else), and a misspelt ``fieldValidation`` would silently pick a mode. The rules:
+
+* ``dryRun``: every value is ``All`` (a repeated or empty parameter counts; the message shows
+  the whole list as Go's ``%#v`` prints a ``[]string``); any value makes the request a dry run;
+* ``fieldValidation``: "", ``Ignore``, ``Warn`` or ``Strict`` ("" means Warn);
+* ``fieldManager``: at most 128 characters, all printable; required for an apply patch;
+* ``force``: only on an apply patch (present with any value, ``false`` too, it is set);
+* DeleteOptions: not both ``orphanDependents`` and ``propagationPolicy``; a policy is
+  Foreground, Background or Orphan. A DELETE's options are its body when it has one, else its
+  query: the handler decodes one or the other, never both.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import orjson
+from multidict import MultiMapping
+
+from slicectl.sim import errors, protobuf
+from slicectl.sim.validation.errors import (
+    Cause,
+    forbidden,
+    go_strings,
+    invalid,
+    not_supported,
+    required,
+    too_long,
+)
+
+DRY_RUN_VALUES = ["All"]
+FIELD_VALIDATION_VALUES = ["", "Ignore", "Strict", "Warn"]  # sets.List(): sorted
+POLICIES = ["Foreground", "Background", "Orphan"]
+MAX_FIELD_MANAGER = 128
+_INT64 = re.compile(r"[+-]?[0-9]+")
+
+
+def dry_run(query: MultiMapping[str]) -> bool:
+    """A dry run (its values were validated: all ``All``)."""
+    return bool(query.getall("dryRun", []))
+
+
+def field_validation(query: MultiMapping[str]) -> str:
+    """The decoder's directive: the ``fieldValidation`` parameter, Warn when empty."""
+    return query.get("fieldValidation") or "Warn"
+
+
+def validate_write(kind: str, query: MultiMapping[str], apply: bool = False) -> None:
+    """Raise the 422 of ``kind`` (CreateOptions, UpdateOptions or PatchOptions) when the
+    request's query is not valid options for it; ``apply``: a server-side apply patch."""
+    causes: list[Cause] = []
+    manager = query.get("fieldManager", "")
+    if kind == "PatchOptions":
+        if not apply and "force" in query:
+            causes.append(forbidden("force", "may not be specified for non-apply patch"))
+        if apply and not manager:
+            causes.append(required("fieldManager", "is required for apply patch"))
+    causes.extend(_field_manager(manager))
+    causes.extend(_dry_run(query.getall("dryRun", [])))
+    value = query.get("fieldValidation", "")
+    if value not in FIELD_VALIDATION_VALUES:
+        causes.append(not_supported("fieldValidation", value, FIELD_VALIDATION_VALUES))
+    if causes:
+        raise errors.options_invalid(kind, causes)
+
+
+def _field_manager(manager: str) -> list[Cause]:
+    """``ValidateFieldManager``."""
+    causes: list[Cause] = []
+    if len(manager) > MAX_FIELD_MANAGER:
+        causes.append(too_long("fieldManager", MAX_FIELD_MANAGER))
+    causes.extend(invalid("fieldManager", manager,
+                          f"invalid character U+{ord(c):04X} (at position {i})")
+                  for i, c in enumerate(manager) if not c.isprintable())
+    return causes
+
+
+def _dry_run(values: Any) -> list[Cause]:
+    """``ValidateDryRun``: the values must be a subset of {All}."""
+    if not values or (isinstance(values, list) and all(v in DRY_RUN_VALUES for v in values)):
+        return []
+    shown = go_strings(values) if isinstance(values, list) else None
+    return [not_supported("dryRun", values, DRY_RUN_VALUES, shown=shown)]
+
+
+def delete_options(raw: bytes, media: str, query: MultiMapping[str]) -> dict[str, Any]:
+    """A DELETE's options, validated: from its body if it has one, else from its query."""
+    options: dict[str, Any] = {}
+    if raw.strip():
+        try:
+            options = protobuf.decode(raw) if protobuf.is_protobuf(media) else orjson.loads(raw)
+        except (orjson.JSONDecodeError, protobuf.ProtobufError) as exc:
+            raise errors.bad_request(f"invalid DeleteOptions: {exc}") from exc
+        if not isinstance(options, dict):
+            raise errors.bad_request("invalid DeleteOptions: expected an object")
+    else:
+        options = _query_delete_options(query)
+    validate_delete(options)
+    return options
+
+
+def _query_delete_options(query: MultiMapping[str]) -> dict[str, Any]:
+    """DeleteOptions decoded from query parameters, as the parameter codec converts them."""
+    options: dict[str, Any] = {}
+    if "propagationPolicy" in query:
+        options["propagationPolicy"] = query["propagationPolicy"]
+    if "gracePeriodSeconds" in query:
+        grace = query["gracePeriodSeconds"]
+        if not _INT64.fullmatch(grace):
+            raise errors.bad_request(f'strconv.ParseInt: parsing "{grace}": invalid syntax')
+        if not -2**63 <= int(grace) < 2**63:
+            raise errors.bad_request(f'strconv.ParseInt: parsing "{grace}": value out of range')
+        options["gracePeriodSeconds"] = int(grace)
+    if "orphanDependents" in query:
+        options["orphanDependents"] = query["orphanDependents"].lower() not in ("", "0",
+                                                                                "false")
+    if "dryRun" in query:
+        options["dryRun"] = query.getall("dryRun")
+    return options
+
+
+def validate_delete(options: dict[str, Any]) -> None:
+    """Raise the 422 of ``ValidateDeleteOptions``."""
+    causes: list[Cause] = []
+    policy = options.get("propagationPolicy")
+    if options.get("orphanDependents") is not None and policy is not None:
+        causes.append(invalid("propagationPolicy", policy,
+                              "orphanDependents and deletionPropagation cannot be both set"))
+    if policy is not None and policy not in POLICIES:
+        causes.append(not_supported("propagationPolicy", policy, [*POLICIES, "nil"]))
+    causes.extend(_dry_run(options.get("dryRun")))
+    if causes:
+        raise errors.options_invalid("DeleteOptions", causes)
