@@ -30,6 +30,7 @@ from tests.integration.support import (
     selector_body,
     set_ready,
     slices_of,
+    wait_for_garbage_collection,
     wait_until,
 )
 
@@ -161,3 +162,26 @@ async def test_a_selector_re_created_at_once_replaces_the_old_slices(cluster: Cl
 
         await settle(c, "only the new selector's slices", lambda s: owners(s) == {
             new["metadata"]["uid"]} and set(listed(s)) == {"a", "b"} and len(s) == 1)
+
+
+async def test_a_foreground_deletion_is_not_fought(cluster: Cluster) -> None:
+    """Foreground: the collector deletes the slices while the selector waits on them, and
+    slicectl keeps syncing the selector meanwhile (a pod changes): the deletion still
+    finishes, with no slice left behind."""
+    c = cluster
+    await ensure_node(c.client, "node-a", "zone-a")
+    for i in range(3):
+        await create_pod(c.client, c.namespace, f"p{i}", f"10.0.0.{i + 1}", WEB)
+    sel = await c.client.create(ESEL, selector_body("web", WEB), c.namespace)
+    async with running_controller(options(c.kubeconfig, c.namespace,
+                                          max_endpoints_per_slice=1)):
+        await settle(c, "3 slices", lambda s: len(s) == 3 and len(listed(s)) == 3)
+        await c.client.delete(ESEL, "web", c.namespace, propagation_policy="Foreground")
+        await set_ready(c.client, c.namespace, "p0", False)  # a change while it is deleted
+
+        async def gone() -> bool:
+            selectors, _ = await c.client.list(ESEL, c.namespace)
+            return not selectors and not await slices_of(c.client, c.namespace, "web")
+
+        await wait_for_garbage_collection(c.client, c.namespace, sel["metadata"]["uid"], gone,
+                                          real=c.real, what="the selector and its slices")
