@@ -175,6 +175,7 @@ class Syncer:
         self._last_status_write: dict[str, float] = {}
         self._last_change: dict[str, float] = {}  # key -> last sync that carried a change
         self._memos: dict[str, EndpointMemo] = {}  # key -> its pods' endpoints, last sync
+        self._synced: set[str] = set()  # keys with a completed sync: their changes carry times
         self._wanted: dict[str, dict[str, Any]] = {}  # key -> status the last sync wanted
 
     def forget(self, key: str) -> None:
@@ -182,6 +183,7 @@ class Syncer:
         self._last_status_write.pop(key, None)
         self._last_change.pop(key, None)
         self._memos.pop(key, None)
+        self._synced.discard(key)
         self._wanted.pop(key, None)
 
     def status_expected(self, key: str, status: Mapping[str, Any]) -> bool:
@@ -251,8 +253,9 @@ class Syncer:
         # O(selected pods): the index hands over this selector's pods only.
         budget, quiet = self._compaction_budget(key, trigger)
         memo = self._memos.get(key)
-        if memo is None:  # this process's first sync of the selector: no change history
+        if memo is None:
             memo = self._memos[key] = EndpointMemo()
+        if key not in self._synced:  # no sync of it completed here yet: no change history
             first = first_sync_trigger(spec, pods, existing, self._settings)
             if first is not None:
                 trigger = first if trigger is None else min(trigger, first)
@@ -292,6 +295,7 @@ class Syncer:
             removed=the_plan.endpoints_removed,
             duration_ms=round((self._clock() - started) * 1000, 1),
         )
+        self._synced.add(key)
         final = final_slices(existing, the_plan)
         retry = await self._report(key, sel, invalid or Outcome(final_counts(final)))
         if len(final) > the_plan.desired_slices and (budget == 0 or the_plan.writes > 0) and (

@@ -3,7 +3,8 @@
 Why: while the process runs, each change carries its own time into the queue (a pod's Ready
 ``lastTransitionTime``, else the moment it was observed; see
 :mod:`slicectl.controller.routing`). A selector's first sync has no such history: a selector
-just created, or one whose pods changed while no slicectl was running. Upstream's tracker
+just created, or one whose pods changed while no slicectl was running (and a failed first
+sync's retry has none either: the history starts with a sync that completed). Upstream's tracker
 answers with the Service's ``creationTimestamp`` for a Service it has not seen, combined with
 every pod's Ready time; that turns each restart's writes into changes as old as the oldest pod.
 

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +29,13 @@ from slicectl.kube.client import ClientSettings, KubeClient
 from slicectl.kube.errors import AlreadyExists, Gone, NotFound, ServerError, TooManyRequests
 from slicectl.kube.resources import CRDS, ENDPOINTSLICES, NAMESPACES, NODES, PODS, Resource
 from slicectl.model.apis import SLICECTL
-from slicectl.model.records import LABEL_SELECTOR_NAME
+from slicectl.model.records import (
+    LABEL_SELECTOR_NAME,
+    NodeRecord,
+    PodRecord,
+    SelectorRecord,
+    SliceRecord,
+)
 from slicectl.obs.health import HealthServer
 from slicectl.reconcile import Settings
 
@@ -368,3 +374,25 @@ async def running_controller(opts: RunOptions) -> AsyncIterator[Running]:
         stop.set()
         code = await asyncio.wait_for(task, HANG_GUARD)
         assert code == 0
+
+
+class SyncInputs:
+    """The caches a :class:`~slicectl.controller.sync.Syncer` reads, as plain lists a test
+    changes between (or during) syncs."""
+
+    def __init__(self, sel: SelectorRecord) -> None:
+        self.sel = sel
+        self.pods: list[PodRecord] = []
+        self.cached: list[SliceRecord] = []
+
+    def selector(self, key: str) -> SelectorRecord | None:
+        return self.sel
+
+    def pods_of(self, key: str) -> Iterable[PodRecord]:
+        return list(self.pods)
+
+    def nodes(self) -> Mapping[str, NodeRecord]:
+        return {}
+
+    def slices(self, key: str) -> Iterable[SliceRecord]:
+        return list(self.cached)

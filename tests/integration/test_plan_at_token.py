@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Iterable, Mapping
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -27,11 +26,12 @@ from slicectl.kube.client import ClientSettings, KubeClient
 from slicectl.kube.resources import ENDPOINTSLICES
 from slicectl.model.apis import SLICECTL
 from slicectl.model.parse import parse_selector
-from slicectl.model.records import NodeRecord, PodRecord, SelectorRecord, SliceRecord
+from slicectl.model.records import PodRecord
 from slicectl.reconcile import Settings, plan
 from tests.integration.conftest import Cluster
 from tests.integration.support import (
     ESEL,
+    SyncInputs,
     create_pod,
     options,
     running_controller,
@@ -49,30 +49,9 @@ def _pod(i: int, ns: str) -> PodRecord:
     return make_pod(f"web-{i}", f"10.44.0.{i + 1}", namespace=ns, node="")
 
 
-class _Inputs:
-    """The caches a sync reads, as plain lists the test changes while the sync waits."""
-
-    def __init__(self, sel: SelectorRecord) -> None:
-        self.sel = sel
-        self.pods: list[PodRecord] = []
-        self.cached: list[SliceRecord] = []
-
-    def selector(self, key: str) -> SelectorRecord | None:
-        return self.sel
-
-    def pods_of(self, key: str) -> Iterable[PodRecord]:
-        return list(self.pods)
-
-    def nodes(self) -> Mapping[str, NodeRecord]:
-        return {}
-
-    def slices(self, key: str) -> Iterable[SliceRecord]:
-        return list(self.cached)
-
-
-async def _throttled_syncer(c: Cluster, qps: float) -> tuple[Syncer, _Inputs, KubeClient]:
+async def _throttled_syncer(c: Cluster, qps: float) -> tuple[Syncer, SyncInputs, KubeClient]:
     raw = await c.client.create(ESEL, selector_body("web", {"app": "web"}), c.namespace)
-    inputs = _Inputs(parse_selector(raw, SLICECTL))
+    inputs = SyncInputs(parse_selector(raw, SLICECTL))
     slow = await KubeClient.connect(c.kubeconfig, settings=ClientSettings(qps=qps, burst=1))
     await slow.list(ENDPOINTSLICES, c.namespace)  # spends the only token: the next one waits
     tracker = SliceTracker()

@@ -13,16 +13,24 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import pytest
 
+from slicectl.controller.sync import Syncer, SyncFailed
+from slicectl.controller.tracker import SliceTracker
+from slicectl.controller.writer import Prepaid, SliceWriter, WriteResult
 from slicectl.kube.resources import ENDPOINTSLICES, PODS
-from slicectl.model.records import ANNOTATION_TRIGGER_TIME
+from slicectl.model.apis import SLICECTL
+from slicectl.model.parse import parse_selector
+from slicectl.model.records import ANNOTATION_TRIGGER_TIME, SelectorRecord
 from slicectl.model.timefmt import parse_rfc3339, rfc3339
+from slicectl.reconcile import Plan, Settings
 from tests.integration.conftest import Cluster
 from tests.integration.support import (
     ESEL,
+    SyncInputs,
     create_pod,
     ensure_node,
     options,
@@ -33,6 +41,7 @@ from tests.integration.support import (
     wait_for_garbage_collection,
     wait_until,
 )
+from tests.unit.reconcile_builders import make_pod
 
 WEB = {"app": "web"}
 
@@ -185,3 +194,38 @@ async def test_a_foreground_deletion_is_not_fought(cluster: Cluster) -> None:
 
         await wait_for_garbage_collection(c.client, c.namespace, sel["metadata"]["uid"], gone,
                                           real=c.real, what="the selector and its slices")
+
+
+class _FailsOnce(SliceWriter):
+    """A writer whose first plan fails before any write, as a refused request would."""
+
+    failed = False
+
+    async def apply(self, key: str, selector: SelectorRecord, plan: Plan,
+                    trigger_time: str | None, result: WriteResult | None = None,
+                    token: Prepaid | None = None) -> WriteResult:
+        if not self.failed:
+            self.failed = True
+            raise RuntimeError("refused")
+        return await super().apply(key, selector, plan, trigger_time, result, token)
+
+
+async def test_a_first_sync_that_failed_keeps_its_trigger_time_for_the_retry(
+    cluster: Cluster,
+) -> None:
+    """The retry of a failed first sync is still a first sync: no change history yet."""
+    c = cluster
+    raw = await c.client.create(ESEL, selector_body("web", WEB), c.namespace)
+    inputs = SyncInputs(parse_selector(raw, SLICECTL))
+    inputs.pods = [make_pod("a", "10.0.0.1", namespace=c.namespace, node="")]
+    tracker = SliceTracker()
+    syncer = Syncer(inputs, tracker, _FailsOnce(c.client, tracker), Settings(),
+                    publish_status=None, warn=lambda *_: None)
+    key = f"slicectl.io/{c.namespace}/web"
+    observed = time.time()
+    with pytest.raises(SyncFailed):
+        await syncer.sync(key, observed)
+    await syncer.sync(key, observed)  # as the queue retries: the change's observed time
+    (s,) = await slices_of(c.client, c.namespace, "web")
+    created = parse_rfc3339(raw["metadata"]["creationTimestamp"])
+    assert created is not None and trigger_of(s) == created < observed
