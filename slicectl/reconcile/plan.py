@@ -77,13 +77,18 @@ def plan(
     # changed ports then moves only if the slice it leaves can be recycled); if that still
     # needs a create, only in the group that lists it, which never does.
     existing = list(existing_slices)
-    owned = [s for s in existing if is_managed(selector, s, settings) and _owned(selector, s)]
+    owned = [s for s in existing if is_owned(selector, s, settings)]
     for per_group in (False, True):
         the_plan = _plan_for(selector, _only_published(desired, owned, per_group), existing,
                              settings, 0)
         if not the_plan.creates:
             break
     return the_plan
+
+
+def is_owned(selector: SelectorRecord, slice_: SliceRecord, settings: Settings) -> bool:
+    """One of this selector's slices (:func:`is_managed`) that names it, by uid, as owner."""
+    return is_managed(selector, slice_, settings) and _owned(selector, slice_)
 
 
 def _owned(selector: SelectorRecord, slice_: SliceRecord) -> bool:

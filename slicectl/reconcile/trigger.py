@@ -27,7 +27,7 @@ from collections.abc import Iterable
 
 from slicectl.model.records import ANNOTATION_TRIGGER_TIME, PodRecord, SelectorRecord, SliceRecord
 from slicectl.model.timefmt import parse_rfc3339
-from slicectl.reconcile.plan import is_managed
+from slicectl.reconcile.plan import is_owned
 from slicectl.reconcile.types import Settings
 
 
@@ -38,11 +38,7 @@ def first_sync_trigger(
     settings: Settings,
 ) -> float | None:
     """The trigger time (Unix seconds) of ``selector``'s first sync (module docstring)."""
-    owned = [
-        s for s in existing_slices
-        if is_managed(selector, s, settings) and s.owner is not None
-        and s.owner.uid == selector.uid
-    ]
+    owned = [s for s in existing_slices if is_owned(selector, s, settings)]
     if not owned:
         return parse_rfc3339(selector.creation_timestamp)
     written = [parse_rfc3339(s.annotations.get(ANNOTATION_TRIGGER_TIME)) for s in owned]
