@@ -79,11 +79,6 @@ class Lifecycle:
         policy = options.get("propagationPolicy")
         if policy is None and options.get("orphanDependents") is not None:
             policy = "Orphan" if options["orphanDependents"] else "Background"
-        if policy not in (None, "Orphan", "Background", "Foreground"):
-            raise errors.invalid(rt, meta["name"], [{
-                "reason": "FieldValueNotSupported", "field": "propagationPolicy",
-                "message": f'Unsupported value: "{policy}": supported values: "Foreground", '
-                           '"Background", "Orphan", "nil"'}])
         pods = (rt.group, rt.plural) == ("", "pods")
         if isinstance(options.get("gracePeriodSeconds"), int) and options["gracePeriodSeconds"] < 0:
             options = {**options, "gracePeriodSeconds": 1}  # negative means 1 s on delete
