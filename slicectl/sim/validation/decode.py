@@ -24,7 +24,9 @@ from slicectl.sim.validation.prune import Node
 _META = "io.k8s.apimachinery.pkg.apis.meta.v1."
 MICRO_LAYOUT = "2006-01-02T15:04:05.000000Z07:00"
 _MICRO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}(Z|[+-]\d\d:\d\d)")
-_RFC3339 = re.compile(r"\d{4}-\d\d-\d\d[Tt]\d\d:\d\d:\d\d(\.\d+)?([Zz]|[+-]\d\d:\d\d)")
+RFC3339 = re.compile(r"(\d{4}-\d\d-\d\d)[Tt](\d\d:\d\d:\d\d)(?:\.(\d+))?"
+                     r"(?:[Zz]|([+-])(\d\d):(\d\d))")
+"""A ``metav1.Time`` as Go's RFC 3339 parser takes it: date, time, fraction, sign, offset."""
 _JSON_TYPES = {dict: "object", list: "array", str: "string", bool: "bool", int: "number",
                float: "number"}
 
@@ -57,7 +59,7 @@ def _check(value: Any, node: Node, path: str, micro: Any, quantity: Any) -> str 
             return _mismatch(value, path, "string")
         if schema is micro and not _MICRO.fullmatch(value):
             return f'parsing time "{value}" as "{MICRO_LAYOUT}": cannot parse as MicroTime'
-        if fmt == "date-time" and not _RFC3339.fullmatch(value):
+        if fmt == "date-time" and not RFC3339.fullmatch(value):
             return f'parsing time "{value}" as "2006-01-02T15:04:05Z07:00": cannot parse'
         return None
     if kind == "integer":

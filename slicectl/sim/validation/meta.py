@@ -11,12 +11,12 @@ finalizers, whatever the kind (:func:`validate_object_meta_update`).
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from slicectl.sim.validation import errors as e
+from slicectl.sim.validation.decode import RFC3339
 from slicectl.sim.validation.names import (
     dns1123_label_errors,
     label_value_errors,
@@ -27,8 +27,6 @@ from slicectl.sim.validation.names import (
 NameCheck = Callable[[str], list[str]]
 TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024
 IMMUTABLE = "field is immutable"
-_RFC3339 = re.compile(r"(\d{4}-\d\d-\d\d)[Tt](\d\d:\d\d:\d\d)(?:\.(\d+))?"
-                      r"(?:[Zz]|([+-])(\d\d):(\d\d))")
 
 
 def validate_object_meta(
@@ -204,7 +202,7 @@ def _go_time(stamp: Any) -> str:
     server's zone), e.g. ``2020-01-01 00:00:00 +0000 UTC``; "null" when unset."""
     if stamp is None:
         return '"null"'
-    found = _RFC3339.fullmatch(str(stamp))
+    found = RFC3339.fullmatch(str(stamp))
     if found is None:
         return str(stamp)
     day, clock, fraction, sign, hours, minutes = found.groups()
