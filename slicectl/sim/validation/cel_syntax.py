@@ -16,6 +16,10 @@ from typing import Any
 Node = tuple[Any, ...]
 
 
+class Uint(int):
+    """An unsigned literal (``1u``): an int to the evaluator, a uint to the type checker."""
+
+
 class Unsupported(Exception):
     """The expression uses CEL this evaluator does not implement."""
 
@@ -40,8 +44,11 @@ _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"', "0"
 MACROS = ("all", "exists", "exists_one", "map", "filter")
 
 
-def _tokenize(text: str) -> list[tuple[str, Any]]:
+def _tokenize(text: str) -> tuple[list[tuple[str, Any]], list[int]]:
+    """The tokens of ``text`` and the offset in ``text`` where each starts."""
     tokens: list[tuple[str, Any]] = []
+    offsets: list[int] = []
+    lead = len(text) - len(text.lstrip())
     pos = 0
     text = text.strip()
     while pos < len(text):
@@ -49,9 +56,12 @@ def _tokenize(text: str) -> list[tuple[str, Any]]:
         if not m or m.end() == pos:
             raise Unsupported(f"unexpected input at {pos}: {text[pos:pos + 10]!r}")
         pos = m.end()
+        offsets.append(lead + m.start(m.lastgroup or 0))
         if m.group("num") is not None:
             raw = m.group("num").rstrip("uU")
             value: Any = float(raw) if "." in raw else int(raw, 0)
+            if raw != m.group("num"):
+                value = Uint(value)
             tokens.append(("lit", value))
         elif m.group("str") is not None:
             tokens.append(("lit", _unquote(m.group("str"))))
@@ -68,7 +78,8 @@ def _tokenize(text: str) -> list[tuple[str, Any]]:
         else:
             tokens.append(("op", m.group("op")))
     tokens.append(("end", None))
-    return tokens
+    offsets.append(lead + len(text))
+    return tokens, offsets
 
 
 def _unquote(token: str) -> str:
@@ -94,8 +105,16 @@ def _unquote(token: str) -> str:
 
 class _Parser:
     def __init__(self, text: str) -> None:
-        self.tokens = _tokenize(text)
+        self.tokens, self.offsets = _tokenize(text)
         self.pos = 0
+        self.at: dict[int, int] = {}  # id(node) -> offset of the token cel-go reports it at
+
+    def mark(self, node: Node, offset: int) -> Node:
+        self.at[id(node)] = offset
+        return node
+
+    def offset(self) -> int:
+        return self.offsets[self.pos]
 
     def peek(self) -> tuple[str, Any]:
         return self.tokens[self.pos]
@@ -123,11 +142,12 @@ class _Parser:
 
     def expr(self) -> Node:
         cond = self.binary(0)
+        where = self.offset()
         if self.accept("?"):
             yes = self.expr()
             self.expect(":")
             no = self.expr()
-            return ("cond", cond, yes, no)
+            return self.mark(("cond", cond, yes, no), where)
         return cond
 
     _LEVELS: tuple[tuple[str, ...], ...] = (
@@ -139,32 +159,36 @@ class _Parser:
             return self.unary()
         node = self.binary(level + 1)
         while self.peek()[0] == "op" and self.peek()[1] in self._LEVELS[level]:
+            where = self.offset()
             op = self.take()[1]
-            node = (op, node, self.binary(level + 1))
+            node = self.mark((op, node, self.binary(level + 1)), where)
         return node
 
     def unary(self) -> Node:
+        where = self.offset()
         if self.accept("!"):
-            return ("!", self.unary())
+            return self.mark(("!", self.unary()), where)
         if self.accept("-"):
-            return ("neg", self.unary())
+            return self.mark(("neg", self.unary()), where)
         return self.member()
 
     def member(self) -> Node:
         node = self.primary()
         while True:
+            dot = self.offset()
             if self.accept("."):
                 kind, name = self.take()
                 if kind != "id":
                     raise Unsupported("field name expected")
+                paren = self.offset()
                 if self.accept("("):
-                    node = ("method", node, name, self.args(")"))
+                    node = self.mark(("method", node, name, self.args(")")), paren)
                 else:
-                    node = ("select", node, name)
+                    node = self.mark(("select", node, name), dot)
             elif self.accept("["):
                 index = self.expr()
                 self.expect("]")
-                node = ("index", node, index)
+                node = self.mark(("index", node, index), dot)
             elif self.peek() == ("op", "?."):
                 raise Unsupported("optional field selection")
             else:
@@ -183,19 +207,21 @@ class _Parser:
                 return items
 
     def primary(self) -> Node:
+        where = self.offset()
         kind, value = self.take()
         if kind == "lit":
-            return ("lit", value)
+            return self.mark(("lit", value), where)
         if kind == "id":
+            paren = self.offset()
             if self.accept("("):
-                return ("call", value, self.args(")"))
-            return ("var", value)
+                return self.mark(("call", value, self.args(")")), paren)
+            return self.mark(("var", value), where)
         if value == "(":
             node = self.expr()
             self.expect(")")
             return node
         if value == "[":
-            return ("list", self.args("]"))
+            return self.mark(("list", self.args("]")), where)
         if value == "{":
             entries: list[tuple[Node, Node]] = []
             while not self.accept("}"):
@@ -205,14 +231,21 @@ class _Parser:
                 if not self.accept(","):
                     self.expect("}")
                     break
-            return ("map", entries)
+            return self.mark(("map", entries), where)
         raise Unsupported(f"unexpected {value!r}")
 
 
 @cache
 def compile_rule(text: str) -> Node:
     """Parse ``text`` (cached); raises Unsupported for syntax outside the subset."""
+    return parse_located(text)[0]
+
+
+def parse_located(text: str) -> tuple[Node, dict[int, int]]:
+    """Parse ``text`` afresh, with the offset cel-go reports for each node (by ``id``: the
+    map is valid while the returned tree lives). Raises Unsupported like :func:`compile_rule`."""
+    parser = _Parser(text)
     try:
-        return _Parser(text).parse()
+        return parser.parse(), parser.at
     except RecursionError as exc:
         raise Unsupported("expression too deep") from exc
