@@ -45,7 +45,6 @@ SCHEMA: dict[str, Any] = {
                     "x-kubernetes-validations": [
                         {"rule": "self.all(x, self.exists_one(y, y.name == x.name))",
                          "message": "port names must be unique"},
-                        {"rule": "self.all(x, quantity(x.name) > 0)"},
                     ],
                     "items": {"type": "object", "required": ["targetPort"], "properties": {
                         "name": {"type": "string", "maxLength": 15,

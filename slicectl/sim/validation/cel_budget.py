@@ -20,9 +20,15 @@ is Invalid ("oldSelf cannot be used on the uncorrelatable portion of the schema 
 <that list>"): there is no old item to compare with; ``optionalOldSelf`` without ``oldSelf``
 is Invalid too.
 
+Each rule is type-checked first (:mod:`cel_check`), as the real server compiles it: a rule that
+does not compile is Invalid ("compilation failed: ERROR: <input>:1:5: undefined field ..."),
+one whose result is not a bool too ("cel expression must evaluate to a bool"); neither is
+costed. A rule outside the CEL subset (:class:`cel_syntax.Unsupported`) cannot be checked or
+costed here, so it is refused as well (never accepted unchecked, which would be kinder than a
+real server); the shipped CRDs stay inside the subset.
+
 Error order follows the real walk: a node's children (additionalProperties, properties,
-items) before its own rules. A rule outside the CEL subset (:class:`cel_syntax.Unsupported`)
-cannot be costed here and counts as free; the shipped CRDs stay inside the subset.
+items) before its own rules.
 """
 
 from __future__ import annotations
@@ -32,10 +38,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from slicectl.sim.validation import errors as e
+from slicectl.sim.validation.cel_check import check_rule
 from slicectl.sim.validation.cel_cost import estimate
 from slicectl.sim.validation.cel_cost_lib import MAX, mul
 from slicectl.sim.validation.cel_syntax import Unsupported, compile_rule
-from slicectl.sim.validation.cel_types import MAX_REQUEST_SIZE, decl_type
+from slicectl.sim.validation.cel_types import MAX_REQUEST_SIZE, Decl, decl_type
 
 RULE_LIMIT = 10_000_000  # StaticEstimatedCostLimit
 SCHEMA_LIMIT = 100_000_000  # StaticEstimatedCRDCostLimit
@@ -157,6 +164,11 @@ def _node(schema: dict[str, Any], path: str, cardinality: int | None, is_root: b
         if not isinstance(rule, dict):
             continue
         where = _join(path, f"x-kubernetes-validations[{i}]")
+        refused = _compile_error(rule, where, decl)
+        if refused is not None:
+            causes.append(refused)
+            causes.extend(_old_self(rule, where, uncorrelatable))
+            continue
         for key, what, multiply in (("rule", "estimated rule cost", True),
                                     ("messageExpression", "estimated messageExpression cost",
                                      False)):
@@ -175,6 +187,43 @@ def _node(schema: dict[str, Any], path: str, cardinality: int | None, is_root: b
             walk.observe(f"{where}.{key}", cost)
         causes.extend(_old_self(rule, where, uncorrelatable))
     return causes
+
+
+def _compile_error(rule: dict[str, Any], where: str, decl: Decl) -> e.Cause | None:
+    """The Invalid cause of a rule that does not compile (or cannot be checked here)."""
+    text = rule.get("rule")
+    if not isinstance(text, str) or not text.strip():
+        return None
+    try:
+        checked = check_rule(text, decl)
+        if not checked.errors:
+            estimate(text, decl)
+    except Unsupported as why:
+        detail = f"compilation failed: the embedded API server cannot check this rule ({why})"
+    else:
+        if checked.errors:
+            detail = "compilation failed: " + "\n".join(checked.errors)
+        elif not checked.is_bool:
+            detail = "cel expression must evaluate to a bool"
+        else:
+            return None
+    return e.invalid_printed(f"{where}.rule", _go_rule(rule), detail)
+
+
+def _go_rule(rule: dict[str, Any]) -> str:
+    """The internal ValidationRule as Go's ``%#v`` prints it (pointers as a fixed address)."""
+    def text(key: str) -> str:
+        value = rule.get(key)
+        return e.show(value if isinstance(value, str) else "")
+
+    def pointer(key: str, go_type: str) -> str:
+        return f"({go_type})({'nil' if rule.get(key) is None else '0xc000010000'})"
+
+    return (f"apiextensions.ValidationRule{{Rule:{text('rule')}, Message:{text('message')}, "
+            f"MessageExpression:{text('messageExpression')}, "
+            f"Reason:{pointer('reason', '*apiextensions.FieldValueErrorReason')}, "
+            f"FieldPath:{text('fieldPath')}, "
+            f"OptionalOldSelf:{pointer('optionalOldSelf', '*bool')}}}")
 
 
 def _old_self(rule: dict[str, Any], where: str, uncorrelatable: str | None) -> list[e.Cause]:

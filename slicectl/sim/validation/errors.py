@@ -32,6 +32,12 @@ def invalid(field: str, value: Any, detail: str) -> Cause:
             "field": field}
 
 
+def invalid_printed(field: str, printed: str, detail: str) -> Cause:
+    """An Invalid cause whose value is already printed as Go prints it (a struct, say)."""
+    return {"reason": "FieldValueInvalid", "message": f"Invalid value: {printed}: {detail}",
+            "field": field}
+
+
 def required(field: str, detail: str = "") -> Cause:
     message = f"Required value: {detail}" if detail else "Required value"
     return {"reason": "FieldValueRequired", "message": message, "field": field}
