@@ -1,16 +1,16 @@
-"""Label selectors: one representation for both of their wire forms.
+"""Label selectors: the structured ``metav1.LabelSelector`` an EndpointSelector carries.
 
-Kubernetes spells a label selector two ways: the structured ``metav1.LabelSelector``
-(``matchLabels`` + ``matchExpressions``) inside objects, and the string form
-(``a=b,c in (d,e),!f``) in a list/watch ``labelSelector`` query parameter. Both parse into the
-same immutable :class:`Selector` (a conjunction of :class:`Requirement`), so the embedded API
-server filtering a LIST and the controller matching a pod against an EndpointSelector agree by
-construction.
+``matchLabels`` + ``matchExpressions`` parse into one immutable :class:`Selector` (a
+conjunction of :class:`Requirement`), which the indexes and the reconciler match pods against.
+(The string form of ``?labelSelector=`` is the embedded server's business, with its own code:
+``slicectl.sim.selectors``.)
 
-Semantics follow ``k8s.io/apimachinery/pkg/labels``: ``In``/``=``/``==`` need the key present
-with one of the values; ``NotIn``/``!=`` match when the key is absent or has another value;
-``Exists``/``DoesNotExist`` test presence; ``Gt``/``Lt`` (string form only) compare integers.
-Malformed input raises :class:`SelectorError` with a message fit for a 400 or a status condition.
+Semantics follow ``k8s.io/apimachinery`` (``metav1.LabelSelectorAsSelector``): ``In`` needs the
+key present with one of the values; ``NotIn`` matches when the key is absent or has another
+value; ``Exists``/``DoesNotExist`` test presence. Malformed input raises :class:`SelectorError`
+with a message fit for a status condition. :meth:`Selector.to_string` prints what
+apimachinery's ``Selector.String()`` prints for the same selector (requirements sorted by key,
+``matchLabels`` as ``k=v``), the form ``status.selector`` shows.
 """
 
 from __future__ import annotations
@@ -20,8 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-Operator = Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
-_OPERATORS: frozenset[str] = frozenset({"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"})
+Operator = Literal["In", "NotIn", "Exists", "DoesNotExist"]
 
 _QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -60,11 +59,14 @@ def label_value_error(value: str) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class Requirement:
-    """One term of a selector: ``key <operator> values``."""
+    """One term of a selector: ``key <operator> values``. ``exact`` marks a ``matchLabels``
+    entry (apimachinery's Equals), which matches as ``In`` its one value and prints as
+    ``key=value``."""
 
     key: str
     operator: Operator
     values: frozenset[str] = frozenset()
+    exact: bool = False
 
     def matches(self, labels: Mapping[str, str]) -> bool:
         op = self.operator
@@ -74,29 +76,19 @@ class Requirement:
             return labels.get(self.key) not in self.values
         if op == "Exists":
             return self.key in labels
-        if op == "DoesNotExist":
-            return self.key not in labels
-        value = labels.get(self.key)
-        if value is None:
-            return False
-        try:
-            have = int(value)
-        except ValueError:
-            return False
-        bound = int(next(iter(self.values)))
-        return have > bound if op == "Gt" else have < bound
+        return self.key not in labels
 
     def to_string(self) -> str:
         vals = ",".join(sorted(self.values))
+        if self.exact:
+            return f"{self.key}={vals}"
         if self.operator == "In":
-            return f"{self.key}={vals}" if len(self.values) == 1 else f"{self.key} in ({vals})"
+            return f"{self.key} in ({vals})"
         if self.operator == "NotIn":
-            return f"{self.key}!={vals}" if len(self.values) == 1 else f"{self.key} notin ({vals})"
+            return f"{self.key} notin ({vals})"
         if self.operator == "Exists":
             return self.key
-        if self.operator == "DoesNotExist":
-            return f"!{self.key}"
-        return f"{self.key}{'>' if self.operator == 'Gt' else '<'}{vals}"
+        return f"!{self.key}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +113,7 @@ class Selector:
         return tuple((r.key, r.values) for r in self.requirements if r.operator == "In")
 
     def to_string(self) -> str:
-        return ",".join(r.to_string() for r in self.requirements)
+        return ",".join(r.to_string() for r in sorted(self.requirements, key=lambda r: r.key))
 
 
 def _check(key: str, values: frozenset[str]) -> None:
@@ -150,7 +142,7 @@ def from_label_selector(raw: Any) -> Selector:
         if not isinstance(key, str) or not isinstance(value, str):
             raise SelectorError("matchLabels must map strings to strings")
         _check(key, frozenset({value}))
-        reqs.append(Requirement(key, "In", frozenset({value})))
+        reqs.append(Requirement(key, "In", frozenset({value}), exact=True))
     exprs = raw.get("matchExpressions") or []
     if not isinstance(exprs, list):
         raise SelectorError("matchExpressions must be a list")
@@ -175,92 +167,3 @@ def from_label_selector(raw: Any) -> Selector:
         _check(key, fv)
         reqs.append(Requirement(key, op, fv))
     return Selector(tuple(reqs))
-
-
-_TOKEN = re.compile(r"\s*(!=|==|=|!|\(|\)|,|[^\s!=(),<>]+|<|>)")
-
-
-def parse_selector_string(text: str) -> Selector:
-    """Parse the string form used by ``?labelSelector=``. Empty text selects everything."""
-    tokens = _tokenize(text)
-    reqs: list[Requirement] = []
-    i = 0
-
-    def expect_value_list() -> frozenset[str]:
-        nonlocal i
-        if i >= len(tokens) or tokens[i] != "(":
-            raise SelectorError(f"expected '(' in label selector {text!r}")
-        i += 1
-        vals: list[str] = []
-        while True:
-            if i >= len(tokens):
-                raise SelectorError(f"unterminated value list in label selector {text!r}")
-            tok = tokens[i]
-            if tok == ")":
-                i += 1
-                break
-            if tok == ",":
-                i += 1
-                continue
-            vals.append(tok)
-            i += 1
-        return frozenset(vals)
-
-    while i < len(tokens):
-        tok = tokens[i]
-        if tok == "!":
-            if i + 1 >= len(tokens):
-                raise SelectorError(f"missing key after '!' in label selector {text!r}")
-            key = tokens[i + 1]
-            _check(key, frozenset())
-            reqs.append(Requirement(key, "DoesNotExist"))
-            i += 2
-        else:
-            key = tok
-            _check(key, frozenset())
-            i += 1
-            nxt = tokens[i] if i < len(tokens) else ","
-            if nxt == ",":
-                reqs.append(Requirement(key, "Exists"))
-            elif nxt in ("=", "==", "!="):
-                value = tokens[i + 1] if i + 1 < len(tokens) and tokens[i + 1] != "," else ""
-                i += 2 if value else 1
-                _check(key, frozenset({value}))
-                reqs.append(Requirement(key, "NotIn" if nxt == "!=" else "In", frozenset({value})))
-            elif nxt in ("in", "notin"):
-                i += 1
-                values = expect_value_list()
-                if not values:
-                    raise SelectorError(f"empty value list for {key!r} in {text!r}")
-                _check(key, values)
-                reqs.append(Requirement(key, "In" if nxt == "in" else "NotIn", values))
-            elif nxt in ("<", ">"):
-                if i + 1 >= len(tokens):
-                    raise SelectorError(f"missing number after {nxt!r} in {text!r}")
-                bound = tokens[i + 1]
-                try:
-                    int(bound)
-                except ValueError:
-                    raise SelectorError(f"{bound!r} is not an integer in {text!r}") from None
-                i += 2
-                reqs.append(Requirement(key, "Gt" if nxt == ">" else "Lt", frozenset({bound})))
-            else:
-                raise SelectorError(f"unexpected {nxt!r} after {key!r} in label selector {text!r}")
-        if i < len(tokens):
-            if tokens[i] != ",":
-                raise SelectorError(f"expected ',' in label selector {text!r}")
-            i += 1
-    return Selector(tuple(reqs))
-
-
-def _tokenize(text: str) -> list[str]:
-    tokens: list[str] = []
-    pos = 0
-    text = text.strip()
-    while pos < len(text):
-        m = _TOKEN.match(text, pos)
-        if not m or m.end() == pos:
-            raise SelectorError(f"cannot parse label selector {text!r} at offset {pos}")
-        tokens.append(m.group(1))
-        pos = m.end()
-    return tokens
