@@ -22,9 +22,9 @@ from typing import Any, Literal
 
 Operator = Literal["In", "NotIn", "Exists", "DoesNotExist"]
 
-_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_QUALIFIED_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
 
 
 class SelectorError(ValueError):
@@ -36,9 +36,9 @@ def label_key_error(key: str) -> str | None:
     prefix, _, name = key.rpartition("/")
     if "/" in key and not prefix:
         return f"invalid label key {key!r}: prefix part must be non-empty"
-    if prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):
+    if prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN.fullmatch(prefix)):
         return f"invalid label key {key!r}: prefix part must be a lowercase RFC 1123 subdomain"
-    if not name or len(name) > 63 or not _QUALIFIED_NAME.match(name):
+    if not name or len(name) > 63 or not _QUALIFIED_NAME.fullmatch(name):
         return (
             f"invalid label key {key!r}: name part must consist of alphanumeric characters, "
             "'-', '_' or '.', must start and end with an alphanumeric character, "
@@ -49,7 +49,7 @@ def label_key_error(key: str) -> str | None:
 
 def label_value_error(value: str) -> str | None:
     """Why ``value`` is not a valid label value, or None when it is."""
-    if len(value) > 63 or not _LABEL_VALUE.match(value):
+    if len(value) > 63 or not _LABEL_VALUE.fullmatch(value):
         return (
             f"invalid label value {value!r}: must be 63 characters or less and consist of "
             "alphanumeric characters, '-', '_' or '.', starting and ending with an alphanumeric"

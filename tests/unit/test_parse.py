@@ -90,7 +90,7 @@ class TestCanonicalIP:
 
     @pytest.mark.parametrize(
         "raw", ["", "10.0.0", "10.0.0.256", "1.2.3.4.5", "fe80::1%eth0", "zz::1", "a.b.c.d",
-                "10.0.0.-1", "\uff11.2.3.4", None, 17]
+                "10.0.0.-1", "\uff11.2.3.4", "1.2.3.4\n", "10.0.0.1\n", None, 17]
     )
     def test_invalid(self, raw: Any) -> None:
         assert canonical_ip(raw) is None
@@ -411,6 +411,11 @@ class TestSelector:
              "IANA_SVC_NAME"),
             ({"selector": {"matchLabels": {"a": "b"}}, "ports": [{"targetPort": "a--b"}]},
              "IANA_SVC_NAME"),
+            # a trailing newline passes Python's "$", not Go's
+            ({"selector": {"matchLabels": {"a": "b"}}, "ports": [{"targetPort": "http\n"}]},
+             "IANA_SVC_NAME"),
+            ({"selector": {"matchLabels": {"a": "b"}}, "ports": [{"name": "a\n", "targetPort": 1}]},
+             "RFC 1123"),
             ({"selector": {"matchLabels": {"a": "b"}}, "ports": [{"name": "x"}]}, "required"),
             ({"selector": {"matchLabels": {"a": "b"}},
               "ports": [{"targetPort": 1, "protocol": "ICMP"}]}, "protocol"),

@@ -69,3 +69,14 @@ def test_operators(expression: dict[str, Any], pod: dict[str, str], matched: boo
 def test_what_apimachinery_refuses_is_refused(raw: dict[str, Any]) -> None:
     with pytest.raises(SelectorError):
         from_label_selector(raw)
+
+
+@pytest.mark.parametrize("raw", [
+    {"matchLabels": {"app\n": "web"}},
+    {"matchLabels": {"app": "web\n"}},
+    {"matchLabels": {"x.io\n/app": "web"}},
+])
+def test_a_trailing_newline_is_no_match(raw: dict[str, Any]) -> None:
+    # Go's anchored regexps end at the end of the text; Python's $ also before a final "\n".
+    with pytest.raises(SelectorError):
+        from_label_selector(raw)

@@ -18,20 +18,20 @@ class ParseError(ValueError):
 
 
 PROTOCOLS = frozenset({"TCP", "UDP", "SCTP"})
-_DIGITS = re.compile(r"^[0-9]+$")
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_IANA_SVC_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
+_DIGITS = re.compile(r"[0-9]+")
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_IANA_SVC_NAME = re.compile(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?")
 
 
 def is_dns_subdomain(value: str) -> bool:
     """RFC 1123 subdomain (object names such as EndpointSlice names)."""
-    return len(value) <= 253 and bool(_DNS_SUBDOMAIN.match(value))
+    return len(value) <= 253 and bool(_DNS_SUBDOMAIN.fullmatch(value))
 
 
 def dns_label_error(value: str) -> str | None:
     """Why ``value`` is not an RFC 1123 label (EndpointSlice port names), or None."""
-    if len(value) <= 63 and _DNS_LABEL.match(value):
+    if len(value) <= 63 and _DNS_LABEL.fullmatch(value):
         return None
     return f"{value!r} must be a lowercase RFC 1123 label of at most 63 characters"
 
@@ -40,7 +40,7 @@ def iana_svc_name_error(value: str) -> str | None:
     """Why ``value`` is not an IANA_SVC_NAME (a named container port), or None."""
     if (
         len(value) <= 15
-        and _IANA_SVC_NAME.match(value)
+        and _IANA_SVC_NAME.fullmatch(value)
         and "--" not in value
         and any("a" <= c <= "z" for c in value)
     ):
@@ -105,7 +105,7 @@ def identity(raw: Any, kind: str, *, namespaced: bool = True) -> tuple[Mapping[s
 
 def _sloppy_ipv4(text: str) -> str | None:
     parts = text.split(".")
-    if len(parts) != 4 or not all(_DIGITS.match(p) for p in parts):
+    if len(parts) != 4 or not all(_DIGITS.fullmatch(p) for p in parts):
         return None
     octets = [int(p) for p in parts]  # leading zeros are decimal, as in Go's ParseIPSloppy
     if any(o > 255 for o in octets):
