@@ -33,6 +33,7 @@ from slicectl.sim.validation.cel_syntax import (
     Unsupported,
     compile_rule,
 )
+from slicectl.sim.validation.goregex import go_regex
 
 __all__ = ["CelError", "CelType", "Unsupported", "evaluate", "type_of"]
 
@@ -257,7 +258,7 @@ def _matches(text: Any, pattern: Any) -> bool:
     if not isinstance(text, str) or not isinstance(pattern, str):
         raise CelError("no matching overload for 'matches'")
     try:
-        return re.search(pattern, text) is not None
+        return go_regex(pattern).search(text) is not None
     except re.error as exc:
         raise CelError(f"invalid regex {pattern!r}: {exc}") from exc
 

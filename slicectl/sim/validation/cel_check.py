@@ -30,6 +30,7 @@ from slicectl.sim.validation.cel_syntax import (
     parse_located,
 )
 from slicectl.sim.validation.cel_types import Decl
+from slicectl.sim.validation.goregex import go_regex
 
 __all__ = ["SIGNATURES", "CheckResult", "check_rule"]
 
@@ -307,7 +308,7 @@ class _Checker:
         if node[0] != "lit" or not isinstance(node[1], str):
             return
         try:
-            re.compile(node[1])
+            go_regex(node[1])
         except re.error:
             self.error(node, "invalid matches argument")
 

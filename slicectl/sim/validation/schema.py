@@ -36,6 +36,7 @@ from typing import Any
 
 from slicectl.sim.validation import cel
 from slicectl.sim.validation import errors as e
+from slicectl.sim.validation.goregex import go_regex
 from slicectl.sim.validation.govalues import go_cause as _cause
 from slicectl.sim.validation.govalues import go_float, go_value, json_type
 from slicectl.sim.validation.listtype import join_path as _join
@@ -187,7 +188,7 @@ def _type_error(value: Any, schema: dict[str, Any], path: str, root: str) -> e.C
     return None if fits else mismatch(",".join(types), actual)
 
 
-_TIME = re.compile(r"^([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))$")
+_TIME = re.compile(r"([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))")
 
 
 def _is_date(text: str) -> bool:
@@ -212,7 +213,7 @@ def _format_ok(value: str, fmt: str) -> bool:
     parts = value.lower().split("t")
     if len(value) < 4 or len(parts) < 2 or not _is_date(parts[0]):
         return False
-    match = _TIME.match(parts[1])
+    match = _TIME.fullmatch(parts[1])
     return match is not None and match[1] <= "23" and match[2] <= "59" and match[3] <= "59"
 
 
@@ -227,7 +228,7 @@ def _string(value: str, schema: dict[str, Any], path: str, root: str) -> list[e.
     pattern = schema.get("pattern")
     if isinstance(pattern, str):
         try:
-            if re.search(pattern, value) is None:
+            if go_regex(pattern).search(value) is None:
                 return [_cause("FieldValueInvalid", path, value,
                                f"{shown} in body should match '{pattern}'")]
         except re.error:
