@@ -11,6 +11,7 @@ import pytest
 
 from slicectl.sim.validation import validate
 from slicectl.sim.validation.cel import evaluate
+from slicectl.sim.validation.decode import RFC3339
 from slicectl.sim.validation.goregex import go_regex
 from tests.sim.test_validation import CR, cr, fields
 
@@ -25,9 +26,16 @@ from tests.sim.test_validation import CR, cr, fields
     ("[^]$]x", "ax", True),
     ("a\\z", "a\n", False),  # Go's \z, which Python spells \Z
     ("(?m)^a$", "a\nb", True),  # with the m flag $ is any line's end, in both
+    ("^\\d+$", "\u0661\u0662", False),  # RE2's \d is ASCII; Python's takes any digit
+    ("^\\w+$", "\u00e9", False),
 ])
 def test_dollar_is_the_end_of_the_text(pattern: str, text: str, matched: bool) -> None:
     assert (go_regex(pattern).search(text) is not None) is matched
+
+
+def test_timestamps_take_ascii_digits_only() -> None:
+    assert RFC3339.fullmatch("2024-01-01T00:00:00Z") is not None
+    assert RFC3339.fullmatch("\u0662024-01-01T00:00:00Z") is None
 
 
 def test_cel_matches_follows_go() -> None:

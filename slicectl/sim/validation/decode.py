@@ -23,9 +23,9 @@ from slicectl.sim.validation.prune import Node
 
 _META = "io.k8s.apimachinery.pkg.apis.meta.v1."
 MICRO_LAYOUT = "2006-01-02T15:04:05.000000Z07:00"
-_MICRO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}(Z|[+-]\d\d:\d\d)")
+_MICRO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}(Z|[+-]\d\d:\d\d)", re.ASCII)
 RFC3339 = re.compile(r"(\d{4}-\d\d-\d\d)[Tt](\d\d:\d\d:\d\d)(?:\.(\d+))?"
-                     r"(?:[Zz]|([+-])(\d\d):(\d\d))")
+                     r"(?:[Zz]|([+-])(\d\d):(\d\d))", re.ASCII)  # Go's \d: ASCII only
 """A ``metav1.Time`` as Go's RFC 3339 parser takes it: date, time, fraction, sign, offset."""
 _JSON_TYPES = {dict: "object", list: "array", str: "string", bool: "bool", int: "number",
                float: "number"}

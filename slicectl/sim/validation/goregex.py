@@ -5,8 +5,10 @@ Why: a CRD's ``pattern`` and a CEL rule's ``matches()`` are Go regexps on a real
 matches before a final newline, so ``'^[a-z]+$'`` would accept ``"abc\\n"`` here and the
 embedded server would be kinder than a real one. :func:`go_regex` rewrites each ``$`` outside a
 character class to ``\\Z`` (and Go's ``\\z`` to ``\\Z``); a pattern that sets the ``m`` flag keeps
-its ``$``. Anything else RE2 and ``re`` spell alike is passed through; a pattern ``re`` cannot
-compile raises ``re.error`` as before.
+its ``$``. Patterns compile with ``re.ASCII``: RE2's ``\\d``, ``\\w``, ``\\s`` and ``\\b`` are ASCII
+classes, Python's Unicode ones (an Arabic-Indic digit is a ``\\d`` there). Anything else
+RE2 and ``re`` spell alike is passed through; a pattern ``re`` cannot compile raises
+``re.error`` as before.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ _MULTILINE = re.compile(r"\(\?[a-zA-Z]*m")
 @cache
 def go_regex(pattern: str) -> re.Pattern[str]:
     if _MULTILINE.search(pattern):
-        return re.compile(pattern)
+        return re.compile(pattern, re.ASCII)
     out: list[str] = []
     i, in_class = 0, False
     while i < len(pattern):
@@ -48,4 +50,4 @@ def go_regex(pattern: str) -> re.Pattern[str]:
             continue
         out.append(ch)
         i += 1
-    return re.compile("".join(out))
+    return re.compile("".join(out), re.ASCII)
