@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
@@ -113,12 +114,26 @@ def test_endpointslice_address_type() -> None:
     ("IPv6", "ff12::1", "may not be in the link-local multicast range (224.0.0.0/24, "
                         "ff02::/10)"),  # Go's IsLinkLocalMulticast: ffX2::/16, any flags
     ("FQDN", "nodots", "should be a domain with at least two segments separated by dots"),
+    # Go's netutils.ParseIPSloppy takes no zone, no non-ASCII digit, no trailing newline
+    ("IPv6", "fe80::1%eth0", "must be a valid IPv6 address"),
+    ("IPv4", "\u0661.2.3.4", "must be a valid IPv4 address"),
+    ("IPv4", "1.2.3.4\n", "must be a valid IPv4 address"),
 ])
 def test_endpoint_addresses(address_type: str, address: str, message: str) -> None:
     obj = slice_(addressType=address_type, endpoints=[{"addresses": [address]}])
     causes = validate(ES, obj, None)
     assert {"reason": "FieldValueInvalid", "field": "endpoints[0].addresses[0]",
-            "message": f'Invalid value: "{address}": {message}'} in causes
+            "message": f"Invalid value: {json.dumps(address, ensure_ascii=False)}: {message}"
+            } in causes
+
+
+@pytest.mark.parametrize(("address_type", "address"), [
+    ("IPv4", "0010.0255.0000.0001"),  # any number of leading zeros in an octet, as in Go
+    ("IPv6", "2001:db8::010.1.2.3"),  # and in the dotted tail of an IPv6 address
+])
+def test_sloppy_addresses_go_accepts(address_type: str, address: str) -> None:
+    obj = slice_(addressType=address_type, endpoints=[{"addresses": [address]}])
+    assert [c for c in validate(ES, obj, None) if c["field"] == "endpoints[0].addresses[0]"] == []
 
 
 def test_valid_ipv6_and_fqdn_addresses() -> None:

@@ -122,11 +122,16 @@ def go_len(value: str) -> int:
 
 @functools.lru_cache(maxsize=65536)  # pure, and every endpoint address goes through here
 def parse_ip_sloppy(value: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
-    """Go's ``netutils.ParseIPSloppy``: IPv4 octets may carry leading zeros."""
-    if ":" not in value and value.count(".") == 3:
-        parts = value.split(".")
-        if all(p.isdigit() and len(p) <= 3 for p in parts):
-            value = ".".join(str(int(p)) for p in parts)
+    """Go's ``netutils.ParseIPSloppy``: IPv4 octets (also the dotted tail of an IPv6 address)
+    may carry any number of leading zeros; no zone (``%eth0``), ASCII digits only."""
+    if not value.isascii() or "%" in value:
+        return None
+    head, colon, tail = value.rpartition(":")
+    if "." in tail:
+        octets = tail.split(".")
+        if len(octets) != 4 or not all(o.isdigit() and int(o) <= 255 for o in octets):
+            return None
+        value = head + colon + ".".join(str(int(o)) for o in octets)
     try:
         return ipaddress.ip_address(value)
     except ValueError:
