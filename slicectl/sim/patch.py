@@ -144,19 +144,21 @@ def _json_patch_op(doc: Any, op: dict[str, Any]) -> Any:
         return _remove(doc, path)[0]
     if kind == "replace":
         value = copy.deepcopy(_required_value(op))
+        if path == "" and isinstance(value, dict):
+            return value  # the whole object; evanphx refuses other roots, or leaves them be
         doc, _ = _remove(doc, path)
         return _add(doc, path, value)
     if kind in ("move", "copy"):
         source = op.get("from")
-        if not isinstance(source, str):
-            raise PatchError(422, "Invalid", _INVALID)
+        if not isinstance(source, str) or source == "":
+            raise PatchError(422, "Invalid", _INVALID)  # evanphx: "missing from path"
         if kind == "move":
             doc, value = _remove(doc, source)
         else:
             value = copy.deepcopy(_get(doc, source))
         return _add(doc, path, value)
     if kind == "test":
-        if not json_equal(_get(doc, path, missing_ok=True), op.get("value")):
+        if not json_equal(doc if path == "" else _tested(doc, path), op.get("value")):
             raise PatchError(422, "Invalid", _INVALID)
         return doc
     raise PatchError(422, "Invalid", _INVALID)
@@ -206,22 +208,26 @@ def _child(node: Any, token: str) -> Any:
     raise PatchError(422, "Invalid", _INVALID)
 
 
-def _get(doc: Any, path: str, missing_ok: bool = False) -> Any:
+def _get(doc: Any, path: str) -> Any:
     node = doc
     for token in _pointer(path):
-        try:
-            node = _child(node, token)
-        except PatchError:
-            if missing_ok:
-                return None
-            raise
+        node = _child(node, token)
     return node
 
 
-def _add(doc: Any, path: str, value: Any) -> Any:
-    if path == "":
-        return value
+def _tested(doc: Any, path: str) -> Any:
+    """What a ``test`` compares: a missing key of an existing object reads as null (as in
+    evanphx/json-patch); a missing parent, or a bad index, fails the patch."""
     parent, token = _parent(doc, path)
+    if isinstance(parent, dict):
+        return parent.get(token)
+    if isinstance(parent, list):
+        return parent[_index(parent, token, append=False)]
+    raise PatchError(422, "Invalid", _INVALID)
+
+
+def _add(doc: Any, path: str, value: Any) -> Any:
+    parent, token = _parent(doc, path)  # evanphx refuses to add at the root ("")
     if isinstance(parent, dict):
         parent[token] = value
     elif isinstance(parent, list):

@@ -69,12 +69,24 @@ def test_json_patch_ops() -> None:
     [{"op": "remove", "path": "/metadata/labels/missing"}],
     [{"op": "replace", "path": "/spec/containers/9/image", "value": "x"}],
     [{"op": "frobnicate", "path": "/x"}],
+    # As evanphx/json-patch (the real server's): a test under a missing parent fails even
+    # for null, and nothing is added or copied at, or copied from, the root.
+    [{"op": "test", "path": "/spec/nothing/here", "value": None}],
+    [{"op": "add", "path": "", "value": {"metadata": {"name": "p"}}}],
+    [{"op": "copy", "from": "", "path": "/spec/copy"}],
 ])
 def test_json_patch_failures_are_422(ops: list[dict[str, Any]]) -> None:
     with pytest.raises(PatchError) as err:
         patch(pod(), ops, JSONP)
     assert err.value.code == 422
     assert err.value.reason == "Invalid"
+
+
+def test_json_patch_test_of_a_missing_key_reads_null_and_root_replace_takes_an_object() -> None:
+    out = patch(pod(), [{"op": "test", "path": "/metadata/labels/missing", "value": None},
+                        {"op": "replace", "path": "", "value": {"metadata": {"name": "q"}}}],
+                JSONP)
+    assert out == {"metadata": {"name": "q"}}
 
 
 def test_json_patch_test_distinguishes_bool_from_int() -> None:
