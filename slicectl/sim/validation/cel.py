@@ -209,8 +209,6 @@ def _size(value: Any) -> int:
 
 def _call(name: str, args: list[Node], env: dict[str, Any]) -> Any:
     if name == "has":
-        if len(args) != 1 or args[0][0] != "select":
-            raise Unsupported("has() needs a field selection")
         target = _eval(args[0][1], env)
         return isinstance(target, dict) and args[0][2] in target
     values = [_eval(a, env) for a in args]
@@ -289,10 +287,6 @@ def _method(target_node: Node, name: str, args: list[Node], env: dict[str, Any])
 
 
 def _macro(target: Any, name: str, args: list[Node], env: dict[str, Any]) -> Any:
-    if not args or args[0][0] != "var" or len(args) not in (2, 3):
-        raise Unsupported(f"macro {name} needs a variable and an expression")
-    if len(args) == 3 and name != "map":
-        raise Unsupported(f"macro {name} takes two arguments")
     if isinstance(target, list):
         items = target
     elif isinstance(target, dict):

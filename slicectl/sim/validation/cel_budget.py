@@ -177,7 +177,9 @@ def _node(schema: dict[str, Any], path: str, cardinality: int | None, is_root: b
                 continue
             try:
                 base = estimate(text, decl)
-            except Unsupported:
+            except Unsupported as why:
+                if key == "rule":  # type-checked, but it has no cost rule here
+                    causes.append(_refused(rule, where, _cannot_check(why)))
                 continue
             cost = (0 if base == 0 else mul(base, times)) if multiply else base
             seen.append((f"{where}.{key}", cost))
@@ -196,17 +198,20 @@ def _compile_error(rule: dict[str, Any], where: str, decl: Decl) -> e.Cause | No
         return None
     try:
         checked = check_rule(text, decl)
-        if not checked.errors:
-            estimate(text, decl)
     except Unsupported as why:
-        detail = f"compilation failed: the embedded API server cannot check this rule ({why})"
-    else:
-        if checked.errors:
-            detail = "compilation failed: " + "\n".join(checked.errors)
-        elif not checked.is_bool:
-            detail = "cel expression must evaluate to a bool"
-        else:
-            return None
+        return _refused(rule, where, _cannot_check(why))
+    if checked.errors:
+        return _refused(rule, where, "compilation failed: " + "\n".join(checked.errors))
+    if not checked.is_bool:
+        return _refused(rule, where, "cel expression must evaluate to a bool")
+    return None
+
+
+def _cannot_check(why: Unsupported) -> str:
+    return f"compilation failed: the embedded API server cannot check this rule ({why})"
+
+
+def _refused(rule: dict[str, Any], where: str, detail: str) -> e.Cause:
     return e.invalid_printed(f"{where}.rule", _go_rule(rule), detail)
 
 

@@ -237,8 +237,6 @@ class _Checker:
     def call(self, node: Node) -> T:
         name, args = node[1], node[2]
         if name == "has":
-            if len(args) != 1 or args[0][0] != "select":
-                raise Unsupported("has() needs a field selection")
             target = self.type_of(args[0][1])
             if self.select(node, target, args[0][2]).name == ERR.name:
                 return ERR
@@ -277,10 +275,6 @@ class _Checker:
         return self.overload(node, name, types, recv)
 
     def macro(self, target: Node, recv: T, name: str, args: list[Node]) -> T:
-        if not args or args[0][0] != "var" or len(args) not in (2, 3):
-            raise Unsupported(f"macro {name} needs a variable and an expression")
-        if len(args) == 3 and name != "map":
-            raise Unsupported(f"macro {name} takes two arguments")
         if recv.name in ("list", "map"):
             var_type = recv.params[0]
         elif recv.name in (DYN.name, ERR.name):

@@ -182,7 +182,10 @@ class _Parser:
                     raise Unsupported("field name expected")
                 paren = self.offset()
                 if self.accept("("):
-                    node = self.mark(("method", node, name, self.args(")")), paren)
+                    args = self.args(")")
+                    if name in MACROS:
+                        _check_macro(name, args)
+                    node = self.mark(("method", node, name, args), paren)
                 else:
                     node = self.mark(("select", node, name), dot)
             elif self.accept("["):
@@ -214,7 +217,10 @@ class _Parser:
         if kind == "id":
             paren = self.offset()
             if self.accept("("):
-                return self.mark(("call", value, self.args(")")), paren)
+                args = self.args(")")
+                if value == "has" and (len(args) != 1 or args[0][0] != "select"):
+                    raise Unsupported("has() needs a field selection")
+                return self.mark(("call", value, args), paren)
             return self.mark(("var", value), where)
         if value == "(":
             node = self.expr()
@@ -233,6 +239,15 @@ class _Parser:
                     break
             return self.mark(("map", entries), where)
         raise Unsupported(f"unexpected {value!r}")
+
+
+def _check_macro(name: str, args: list[Node]) -> None:
+    """A macro call's shape (``x.all(v, p)``; ``map`` may also take a filter): any other is
+    outside the subset, so the evaluator, the coster and the checker may rely on it."""
+    if not args or args[0][0] != "var" or len(args) not in (2, 3):
+        raise Unsupported(f"macro {name} needs a variable and an expression")
+    if len(args) == 3 and name != "map":
+        raise Unsupported(f"macro {name} takes two arguments")
 
 
 @cache
