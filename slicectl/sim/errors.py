@@ -165,6 +165,11 @@ def request_entity_too_large(why: str) -> ApiError:
     return ApiError(413, "RequestEntityTooLarge", f"Request entity too large: {why}")
 
 
+def etcd_request_too_large() -> ApiError:
+    """etcd's gRPC error, which reaches the client as it did ``resource_version_on_create``'s."""
+    return ApiError(500, "", "etcdserver: request is too large")
+
+
 def resource_version_on_create() -> ApiError:
     """etcd3 ``store.Create``'s plain error, which the handler answers as a 500 with no
     reason (``ErrorToAPIStatus`` of an error that is no Status)."""

@@ -98,6 +98,19 @@ def object_key(namespace: str, name: str) -> str:
     return f"{namespace}/{name}" if namespace else name
 
 
+ETCD_MAX_REQUEST_BYTES = 3 * 512 * 1024  # etcd's --max-request-bytes default, 1.5 MiB
+
+
+def _check_size(rt: ResourceType, key: str, value: bytes) -> None:
+    """etcd refuses a transaction over ``--max-request-bytes``; kube-apiserver passes that on
+    as a 500 whose message is etcd's (kubernetes/kubernetes#112152). The transaction carries
+    the key twice (compare and put) and the value, which for a built-in type is protobuf and
+    smaller than this JSON: harsher than a real server for built-ins, never kinder."""
+    etcd_key = f"/registry/{rt.group or 'core'}/{rt.plural}/{key}"
+    if len(value) + 2 * len(etcd_key) > ETCD_MAX_REQUEST_BYTES:
+        raise errors.etcd_request_too_large()
+
+
 def owner_uids(obj: Obj) -> set[str]:
     refs = obj.get("metadata", {}).get("ownerReferences") or ()
     return {r["uid"] for r in refs if isinstance(r, dict) and isinstance(r.get("uid"), str)}
@@ -139,19 +152,28 @@ class Store:
         return None if obj is None else (where[0], obj)
 
     def put(self, rt: ResourceType, obj: Obj) -> Obj:
-        """Store ``obj`` (created or replaced), stamping the next resourceVersion on it."""
+        """Store ``obj`` (created or replaced), stamping the next resourceVersion on it.
+
+        Refused, with nothing stored, when etcd would refuse the write (:func:`_check_size`)."""
         meta = obj["metadata"]
         key = object_key(meta.get("namespace", ""), meta["name"])
         bucket = self.bucket(rt)
         prev = bucket.objects.get(key)
+        before = meta.get("resourceVersion")
+        meta["resourceVersion"] = str(self.rv + 1)
+        event = Event(self.rv + 1, "ADDED" if prev is None else "MODIFIED", key, obj, prev)
+        try:
+            _check_size(rt, key, event.body())  # the bytes every watcher and the writer get
+        except errors.ApiError:
+            meta["resourceVersion"] = before
+            raise
         self.rv += 1
-        meta["resourceVersion"] = str(self.rv)
         bucket.objects[key] = obj
         skey = storage_key(rt)
         self.uids[meta["uid"]] = (skey, key)
         self._reindex_owners(skey, key, prev, obj)
-        self.last_event = Event(self.rv, "ADDED" if prev is None else "MODIFIED", key, obj, prev)
-        self._emit(skey, bucket, self.last_event)
+        self.last_event = event
+        self._emit(skey, bucket, event)
         return obj
 
     def remove(self, rt: ResourceType, obj: Obj) -> Obj:

@@ -1,7 +1,7 @@
 """Writes a real server refuses or treats differently: generated names, pod spec immutability,
 renames, the pod IP fields' v1 conversion, when an EndpointSlice's generation moves, values of
-the wrong type, request options, the request body limit, v1 EndpointSlice topology and a
-custom resource's kind."""
+the wrong type, request options, the request body limit and etcd's, v1 EndpointSlice topology
+and a custom resource's kind."""
 
 from __future__ import annotations
 
@@ -288,8 +288,56 @@ async def test_a_body_over_3_mib_is_413(raw: Raw) -> None:
         "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
         "message": "Request entity too large: limit is 3145728",
         "reason": "RequestEntityTooLarge", "code": 413})
+    # exactly 3 MiB is read, decoded, validated, and then refused by etcd (next test)
     code, body, _ = await raw.request("POST", PODS, data + b" " * (MAX_BODY - len(data)))
-    assert code == 201, body
+    assert (code, body["message"]) == (500, "etcdserver: request is too large")
+
+
+ETCD_LIMIT = 3 * 512 * 1024  # etcd's --max-request-bytes default
+
+
+def _env_pod(name: str, size: int) -> dict[str, Any]:
+    """A pod whose JSON is about ``size`` bytes, grown by one long env value."""
+    body = pod(name)
+    body["spec"]["containers"][0]["env"] = [{"name": "E", "value": ""}]
+    body["spec"]["containers"][0]["env"][0]["value"] = "x" * (size - len(orjson.dumps(body)))
+    return body
+
+
+async def test_an_object_over_etcds_request_limit_is_refused_and_not_stored(raw: Raw) -> None:
+    """etcd refuses a write over 1.5 MiB and kube-apiserver answers with etcd's message in a
+    500 with no reason; nothing is stored and no event is sent. The body itself is far under
+    the 3 MiB a request may carry."""
+    code, body, _ = await raw.request("POST", PODS, _env_pod("big", ETCD_LIMIT + 1000))
+    assert (code, body) == (500, {
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": "etcdserver: request is too large", "code": 500})
+    assert (await raw.request("GET", PODS + "/big"))[0] == 404
+    code, _, _ = await raw.request("POST", PODS, _env_pod("fits", ETCD_LIMIT - 4000))
+    assert code == 201
+    # a dry run reaches no etcd
+    code, _, _ = await raw.request("POST", PODS, _env_pod("dry", ETCD_LIMIT + 1000),
+                                   dryRun="All")
+    assert code == 201
+
+
+async def test_a_patch_that_grows_an_object_past_etcds_limit_changes_nothing(raw: Raw) -> None:
+    """A merge patch of a few hundred kilobytes of addresses on a slice of 1,000 endpoints:
+    the patch is small, the object it makes is not."""
+    endpoints = [{"addresses": [f"10.{i // 250}.{i % 250}.1"], "hostname": f"h{i}"}
+                 for i in range(1000)]
+    code, created, _ = await raw.request("POST", SLICES, _slice(endpoints=endpoints))
+    assert code == 201, created
+    node = ".".join(["n" * 60] * 4)  # a 243-character DNS subdomain
+    grown = [{"addresses": [f"10.{i // 250}.{i % 250}.{a}" for a in range(1, 101)],
+              "hostname": f"h{i}", "nodeName": node} for i in range(1000)]
+    assert ETCD_LIMIT < len(orjson.dumps(grown)) < MAX_BODY
+    code, body, _ = await raw.request("PATCH", SLICES + "/s", {"endpoints": grown},
+                                      content_type=MERGE)
+    assert (code, body["message"]) == (500, "etcdserver: request is too large")
+    code, now, _ = await raw.request("GET", SLICES + "/s")
+    assert now["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+    assert now["endpoints"] == created["endpoints"]
 
 
 async def test_v1_endpointslices_drop_deprecated_topology(raw: Raw) -> None:
