@@ -154,6 +154,15 @@ def invalid(rt: ResourceType, name: str, causes: list[dict[str, Any]]) -> ApiErr
                     details)
 
 
+def patch_undecodable(patched: bytes, why: str) -> ApiError:
+    """patch.go's refusal of a patched object it cannot decode: ``NewInvalid`` of an empty
+    GroupKind and name, one Invalid of the field ``patch`` whose value is the whole object."""
+    cause = {"reason": "FieldValueInvalid", "field": "patch",
+             "message": f"Invalid value: {json.dumps(patched.decode(), ensure_ascii=False)}: "
+                        f"{why}"}
+    return ApiError(422, "Invalid", f' "" is invalid: {_summary([cause])}', {"causes": [cause]})
+
+
 def options_invalid(kind: str, causes: list[dict[str, Any]]) -> ApiError:
     """422 of a request's options (``ListOptions``, ``CreateOptions``, ``DeleteOptions``...):
     ``NewInvalid`` of the ``meta.k8s.io`` kind with no name."""

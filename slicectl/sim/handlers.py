@@ -334,6 +334,10 @@ class Api:
             patched = apply_patch(old, raw, request.headers.get("Content-Type", ""), rt)
         except PatchError as exc:
             raise errors.ApiError(exc.code, exc.reason, exc.message) from exc
+        kind = patched.get("kind")
+        if rt.is_custom and not (kind and isinstance(kind, str)):  # decoded as Unstructured
+            js = orjson.dumps(patched, option=orjson.OPT_SORT_KEYS)
+            raise errors.patch_undecodable(js, f"Object 'Kind' is missing in '{js.decode()}'")
         self._check_kind(rt, patched)
         meta = patched.get("metadata")
         if not isinstance(meta, dict):

@@ -368,3 +368,25 @@ async def test_a_custom_resource_without_kind_is_400(raw: Raw) -> None:
     code, answer, _ = await raw.request("PUT", WIDGETS + "/nokind", {**body, "kind": ""})
     assert (code, answer["reason"]) == (400, "BadRequest")
     assert (await raw.request("GET", WIDGETS + "/nokind"))[0] == 404
+
+
+async def test_a_patch_that_removes_a_custom_resources_kind_is_422(raw: Raw) -> None:
+    """patch.go decodes the patched JSON into a new Unstructured: without kind that is
+    NewMissingKindErr, answered as an Invalid of the field ``patch``."""
+    await raw.request("POST", CRDS, crd())
+    await raw.request("POST", WIDGETS, widget("w"))
+    code, answer, _ = await raw.request("PATCH", WIDGETS + "/w", {"kind": None},
+                                        content_type=MERGE)
+    assert (code, answer["reason"]) == (422, "Invalid")
+    assert answer["message"].startswith(' "" is invalid: patch: Invalid value: "{')
+    assert answer["message"].endswith("'")
+    assert "Object 'Kind' is missing in '{" in answer["message"]
+    [cause] = answer["details"]["causes"]
+    assert (cause["field"], cause["reason"]) == ("patch", "FieldValueInvalid")
+    assert set(answer["details"]) == {"causes"}
+    code, answer, _ = await raw.request("PATCH", WIDGETS + "/w",
+                                        [{"op": "replace", "path": "/kind", "value": ""}],
+                                        content_type="application/json-patch+json")
+    assert (code, answer["reason"]) == (422, "Invalid")
+    code, now, _ = await raw.request("GET", WIDGETS + "/w")
+    assert now["kind"] == "Widget" and now["metadata"]["generation"] == 1
