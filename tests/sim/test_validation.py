@@ -10,6 +10,7 @@ import pytest
 
 from slicectl.sim.types import ResourceType
 from slicectl.sim.validation import apply_defaults, prune_unknown, validate
+from slicectl.sim.validation.names import DNS1123_SUBDOMAIN_MSG
 
 ES = ResourceType("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", True,
                   definition="io.k8s.api.discovery.v1.EndpointSlice")
@@ -106,6 +107,7 @@ def test_endpointslice_address_type() -> None:
     ("IPv4", "127.0.0.1", "may not be in the loopback range (127.0.0.0/8, ::1/128)"),
     ("IPv4", "169.254.1.1", "may not be in the link-local range (169.254.0.0/16, fe80::/10)"),
     ("IPv4", "0.0.0.0", "may not be unspecified (0.0.0.0)"),
+    ("IPv6", "::", "may not be unspecified (::)"),
     ("IPv6", "10.0.0.1", "must be a valid IPv6 address"),
     ("IPv6", "::1", "may not be in the loopback range (127.0.0.0/8, ::1/128)"),
     ("IPv6", "::ffff:10.0.0.1", "must be a valid IPv6 address"),  # its To4() is not nil
@@ -134,6 +136,43 @@ def test_endpoint_addresses(address_type: str, address: str, message: str) -> No
 def test_sloppy_addresses_go_accepts(address_type: str, address: str) -> None:
     obj = slice_(addressType=address_type, endpoints=[{"addresses": [address]}])
     assert [c for c in validate(ES, obj, None) if c["field"] == "endpoints[0].addresses[0]"] == []
+
+
+@pytest.mark.parametrize(("address", "causes"), [
+    # IsFullyQualifiedDomainName: the first failure only, the final dot dropped from the value
+    ("", [{"reason": "FieldValueRequired", "field": "endpoints[0].addresses[0]",
+           "message": "Required value"}]),
+    ("Foo.example.com.", [{"reason": "FieldValueInvalid", "field": "endpoints[0].addresses[0]",
+                           "message": 'Invalid value: "Foo.example.com": '
+                                      + DNS1123_SUBDOMAIN_MSG}]),
+    ("nodots.", [{"reason": "FieldValueInvalid", "field": "endpoints[0].addresses[0]",
+                  "message": 'Invalid value: "nodots": should be a domain with at least two '
+                             "segments separated by dots"}]),
+    # a label over 63 characters is refused on that label, though the subdomain passes
+    ("a" * 64 + ".example.com", [{"reason": "FieldValueInvalid",
+                                  "field": "endpoints[0].addresses[0]",
+                                  "message": f'Invalid value: "{"a" * 64}": must be no more '
+                                             "than 63 characters"}]),
+])
+def test_fqdn_addresses(address: str, causes: list[dict[str, str]]) -> None:
+    obj = slice_(addressType="FQDN", endpoints=[{"addresses": [address]}])
+    assert validate(ES, obj, None) == causes
+
+
+def test_zone_hints() -> None:
+    """validateHints: at most 8 zones, each a label value, none twice."""
+    def hinted(*zones: Any) -> dict[str, Any]:
+        return slice_(endpoints=[{"addresses": ["10.0.0.1"],
+                                  "hints": {"forZones": [{"name": z} for z in zones]}}])
+
+    assert validate(ES, hinted("a", "b", ""), None) == []
+    assert validate(ES, hinted(*(f"z{i}" for i in range(9))), None) == [{
+        "reason": "FieldValueTooMany", "field": "endpoints[0].hints.forZones",
+        "message": "Too many: 9: must have at most 8 items"}]
+    assert fields(validate(ES, hinted("a", "a", "inv@lid", "x" * 64), None)) == [
+        ("endpoints[0].hints.forZones[1].name", "FieldValueDuplicate"),
+        ("endpoints[0].hints.forZones[2].name", "FieldValueInvalid"),
+        ("endpoints[0].hints.forZones[3].name", "FieldValueInvalid")]
 
 
 def test_valid_ipv6_and_fqdn_addresses() -> None:

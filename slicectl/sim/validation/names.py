@@ -148,7 +148,7 @@ def special_ip_errors(value: str) -> tuple[str, ...]:
         ip = ip.ipv4_mapped
     errs = []
     if ip.is_unspecified:
-        errs.append("may not be unspecified (0.0.0.0)")
+        errs.append(f"may not be unspecified ({value})")  # the address as written
     if ip.is_loopback:
         errs.append("may not be in the loopback range (127.0.0.0/8, ::1/128)")
     if ip.is_link_local and not ip.is_multicast:
@@ -174,12 +174,3 @@ def ip_family_error(value: str, family: int) -> str | None:
     if isinstance(ip, ipaddress.IPv6Address) and (":" not in value or ip.ipv4_mapped):
         return f"must be a valid IPv{family} address"
     return None
-
-
-def fqdn_errors(value: str) -> list[str]:
-    """``IsFullyQualifiedDomainName``."""
-    name = value.removesuffix(".")
-    errs = dns1123_subdomain_errors(name)
-    if len(name.split(".")) < 2:
-        errs.append("should be a domain with at least two segments separated by dots")
-    return errs
