@@ -163,6 +163,16 @@ def patch_undecodable(patched: bytes, why: str) -> ApiError:
     return ApiError(422, "Invalid", f' "" is invalid: {_summary([cause])}', {"causes": [cause]})
 
 
+def resource_version_required(rt: ResourceType, name: str) -> ApiError:
+    """``Store.Update`` of a type without unconditional updates, given no resourceVersion: an
+    Invalid whose kind is the resource (a TODO of store.go's)."""
+    cause = {"reason": "FieldValueInvalid", "field": "metadata.resourceVersion",
+             "message": "Invalid value: 0x0: must be specified for an update"}
+    quoted = json.dumps(name, ensure_ascii=False)
+    return ApiError(422, "Invalid", f"{qualified(rt)} {quoted} is invalid: {_summary([cause])}",
+                    {**_details(rt, name), "causes": [cause]})
+
+
 def options_invalid(kind: str, causes: list[dict[str, Any]]) -> ApiError:
     """422 of a request's options (``ListOptions``, ``CreateOptions``, ``DeleteOptions``...):
     ``NewInvalid`` of the ``meta.k8s.io`` kind with no name."""

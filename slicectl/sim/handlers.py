@@ -316,11 +316,8 @@ class Api:
             raise errors.not_found(rt, name)
         if uid and uid != old["metadata"].get("uid"):
             raise errors.uid_precondition_failed(rt, name, uid, old["metadata"].get("uid", ""))
-        rv = meta.get("resourceVersion")
-        if not rv and not allows_unconditional_update(rt):
-            raise errors.invalid(rt, name, [{
-                "reason": "FieldValueInvalid", "field": "metadata.resourceVersion",
-                "message": "Invalid value: 0x0: must be specified for an update"}])
+        if not meta.get("resourceVersion") and not allows_unconditional_update(rt):
+            raise errors.resource_version_required(rt, name)
         return self._write(request, rt, old, body, subresource)
 
     @errors.keeps_headers
@@ -343,7 +340,9 @@ class Api:
         if not isinstance(meta, dict):
             raise errors.bad_request("metadata must be an object")
         check_name(patched, name, namespace)
-        if not meta.get("resourceVersion"):
+        if not meta.get("resourceVersion"):  # the patch removed it: as a PUT without one
+            if not allows_unconditional_update(rt):
+                raise errors.resource_version_required(rt, name)
             meta["resourceVersion"] = old["metadata"]["resourceVersion"]
         return self._write(request, rt, old, patched, subresource)
 

@@ -125,6 +125,7 @@ def prepare_create(rt: ResourceType, obj: Obj, namespace: str) -> None:
     obj["apiVersion"] = rt.group_version
     obj["kind"] = rt.kind
     drop_topology_on_v1(rt, None, obj)
+    _drop_gated_lease_fields(rt, None, obj)
     if resets_status_on_create(rt):
         obj.pop("status", None)
     if rt.group == "" and rt.plural == "pods":
@@ -186,7 +187,23 @@ def prepare_update(rt: ResourceType, old: Obj, new: Obj, subresource: str) -> Ob
             new.pop("status", None)
     if rt.group == "" and rt.plural == "namespaces":
         new["spec"] = old.get("spec") or {}
+    _drop_gated_lease_fields(rt, old, new)
     return new
+
+
+_LEASE_GATED = ("strategy", "preferredHolder")  # CoordinatedLeaderElection, off by default
+
+
+def _drop_gated_lease_fields(rt: ResourceType, old: Obj | None, new: Obj) -> None:
+    """The Lease strategy drops the fields of a gate that is off, unless the stored Lease
+    already has them (PrepareForCreate / PrepareForUpdate)."""
+    spec = new.get("spec")
+    if rt.group != "coordination.k8s.io" or not isinstance(spec, dict):
+        return
+    old_spec = (old or {}).get("spec")
+    for key in _LEASE_GATED:
+        if key in spec and not (isinstance(old_spec, dict) and old_spec.get(key) is not None):
+            new["spec"] = spec = {k: v for k, v in spec.items() if k != key}
 
 
 def _before_update(meta: dict[str, Any], old_meta: dict[str, Any]) -> None:

@@ -55,7 +55,7 @@ BUILTINS: tuple[ResourceType, ...] = (
         "io.k8s.api.discovery.v1.EndpointSlice",
         extra={"generation": "endpointslice", "unconditional_update": True}),
     _rt("coordination.k8s.io", "leases", "Lease", True, "io.k8s.api.coordination.v1.Lease",
-        extra={"create_on_update": True, "unconditional_update": True}),
+        extra={"create_on_update": True}),
     _rt("apiextensions.k8s.io", "customresourcedefinitions", "CustomResourceDefinition", False,
         "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition",
         short_names=("crd", "crds"), subresources=frozenset({"status"}),

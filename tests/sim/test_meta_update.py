@@ -159,3 +159,49 @@ async def test_duplicate_owner_references_are_deduplicated(raw: Raw) -> None:
         content_type=MERGE)
     assert code == 200 and body["metadata"]["ownerReferences"] == [ref, controlling]
     assert "Warning" not in headers
+
+
+def lease(name: str, **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": name}, "spec": {"holderIdentity": "a", **spec}}
+
+
+async def test_a_lease_write_needs_a_resource_version(raw: Raw) -> None:
+    """The Lease strategy allows no unconditional update, so a PUT without a resourceVersion,
+    or a patch that removes it, is refused by Store.Update, which names the resource as the
+    kind (the optimistic lock leader election relies on); an EndpointSlice's is allowed."""
+    await raw.request("POST", LEASES, lease("l"))
+    code, body, _ = await raw.request("PUT", LEASES + "/l", lease("l", holderIdentity="b"))
+    assert (code, body["message"]) == (422, (
+        'leases.coordination.k8s.io "l" is invalid: metadata.resourceVersion: Invalid value: '
+        "0x0: must be specified for an update"))
+    assert body["details"] == {
+        "name": "l", "group": "coordination.k8s.io", "kind": "leases",
+        "causes": [{"reason": "FieldValueInvalid", "field": "metadata.resourceVersion",
+                    "message": "Invalid value: 0x0: must be specified for an update"}]}
+    for patch in ({"metadata": {"resourceVersion": None}, "spec": {"holderIdentity": "b"}},
+                  {"metadata": {"resourceVersion": ""}}):
+        code, body, _ = await raw.request("PATCH", LEASES + "/l", patch, content_type=MERGE)
+        assert (code, body["details"]["kind"]) == (422, "leases"), body
+    code, body, _ = await raw.request("GET", LEASES + "/l")
+    assert body["spec"]["holderIdentity"] == "a"
+    # a patch that leaves the resourceVersion alone carries the stored one
+    code, body, _ = await raw.request("PATCH", LEASES + "/l", {"spec": {"holderIdentity": "b"}},
+                                      content_type=MERGE)
+    assert code == 200 and body["spec"]["holderIdentity"] == "b"
+    await raw.request("POST", ES, es("s"))
+    code, body, _ = await raw.request("PATCH", ES + "/s", {"metadata": {"resourceVersion": None,
+                                                                        "labels": {"x": "y"}}},
+                                      content_type=MERGE)
+    assert code == 200 and body["metadata"]["labels"] == {"x": "y"}
+
+
+async def test_a_lease_drops_the_fields_of_coordinated_leader_election(raw: Raw) -> None:
+    """CoordinatedLeaderElection is off by default in 1.32-1.36: the strategy drops
+    ``strategy`` and ``preferredHolder`` on create, and on update unless already stored."""
+    code, body, _ = await raw.request("POST", LEASES, lease(
+        "c", strategy="OldestEmulationVersion", preferredHolder="p"))
+    assert code == 201 and body["spec"] == {"holderIdentity": "a"}
+    body["spec"]["preferredHolder"] = "Bogus value"
+    code, body, _ = await raw.request("PUT", LEASES + "/c", body)
+    assert code == 200 and body["spec"] == {"holderIdentity": "a"}
