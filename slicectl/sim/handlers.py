@@ -201,7 +201,12 @@ class Api:
                 f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
                 f"Object 'Kind' is missing in '{raw.decode(errors='replace')}'")
         self._check_kind(rt, body)
-        self._unknown_fields(request, rt, body)  # decoding comes before every other check
+        undecodable = decode_error(rt, body)  # decoding comes before every other check
+        if undecodable:
+            raise errors.bad_request(
+                f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
+                f"{undecodable}")
+        self._unknown_fields(request, rt, body)
         return body
 
     def _check_kind(self, rt: ResourceType, body: Obj) -> None:
@@ -228,12 +233,8 @@ class Api:
 
     def _admit(self, request: web.Request, rt: ResourceType, obj: Obj, old: Obj | None,
                subresource: str = "") -> None:
-        """Decoding, defaults, unknown-field handling and validation shared by every write."""
-        undecodable = decode_error(rt, obj)
-        if undecodable:
-            raise errors.bad_request(
-                f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
-                f"{undecodable}")
+        """Defaults, unknown-field handling and validation shared by every write (a body was
+        decoded by :meth:`_body`, a patched object by :meth:`patch`)."""
         self._unknown_fields(request, rt, obj)  # a patched object is only decoded here
         duplicates = dedup_owner_references(obj["metadata"])
         if duplicates:  # a patch's are found after admission only, and worded so
@@ -335,6 +336,10 @@ class Api:
         if rt.is_custom and not (kind and isinstance(kind, str)):  # decoded as Unstructured
             js = orjson.dumps(patched, option=orjson.OPT_SORT_KEYS)
             raise errors.patch_undecodable(js, f"Object 'Kind' is missing in '{js.decode()}'")
+        undecodable = decode_error(rt, patched)
+        if undecodable:
+            raise errors.patch_undecodable(orjson.dumps(patched, option=orjson.OPT_SORT_KEYS),
+                                           undecodable)
         self._check_kind(rt, patched)
         meta = patched.get("metadata")
         if not isinstance(meta, dict):

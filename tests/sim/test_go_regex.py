@@ -11,8 +11,8 @@ import pytest
 
 from slicectl.sim.validation import validate
 from slicectl.sim.validation.cel import evaluate
-from slicectl.sim.validation.decode import RFC3339
 from slicectl.sim.validation.goregex import go_regex
+from slicectl.sim.validation.gotime import RFC3339
 from tests.sim.test_validation import CR, cr, fields
 
 

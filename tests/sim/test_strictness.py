@@ -151,6 +151,16 @@ def endpointslice(name: str, endpoint: dict[str, Any],
               "metadata": {"name": "l"}, "spec": {"acquireTime": "2026-01-01T00:00:00.123Z"}}),
     (LEASES, {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
               "metadata": {"name": "l"}, "spec": {"holderIdentity": 5}}),
+    # an int32 out of range, and times of the right shape that Go's time.Parse refuses
+    (LEASES, {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+              "metadata": {"name": "l"}, "spec": {"leaseDurationSeconds": 2**31}}),
+    (LEASES, {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+              "metadata": {"name": "l"}, "spec": {"renewTime": "2024-13-01T10:00:00.000000Z"}}),
+    (LEASES, {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+              "metadata": {"name": "l"}, "spec": {"renewTime": "2024-02-30T10:00:00.000000Z"}}),
+    (LEASES, {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+              "metadata": {"name": "l"}, "spec": {"acquireTime": "2024-02-01T10:00:60.000000Z"}}),
+    (PODS, {**pod("t"), "status": {"startTime": "2024-02-01T25:00:00Z"}}),
 ])
 async def test_built_in_values_of_the_wrong_type_are_400(raw: Raw, path: str,
                                                           body: dict[str, Any]) -> None:
@@ -160,6 +170,51 @@ async def test_built_in_values_of_the_wrong_type_are_400(raw: Raw, path: str,
     assert code == 400, answer
     assert "cannot be handled as a" in answer["message"]
     assert (await raw.request("GET", f"{path}/{body['metadata']['name']}"))[0] == 404
+
+
+async def test_a_patched_object_that_does_not_decode_is_422(raw: Raw) -> None:
+    """patch.go decodes the patched JSON into the Go struct: a failure is an Invalid of the
+    field ``patch`` (a body's is a 400)."""
+    await raw.request("POST", ES, endpointslice("p", {}))
+    code, answer, _ = await raw.request("PATCH", ES + "/p", {"endpoints": [
+        {"addresses": ["10.0.0.1"], "conditions": {"ready": "yes"}}]}, content_type=MERGE)
+    assert (code, answer["reason"]) == (422, "Invalid")
+    [cause] = answer["details"]["causes"]
+    assert cause["field"] == "patch" and cause["message"].endswith(
+        "json: cannot unmarshal string into Go struct field endpoints[0].conditions.ready of "
+        "type bool")
+
+
+async def test_int32_overflow_names_the_literal(raw: Raw) -> None:
+    code, answer, _ = await raw.request("POST", LEASES, {
+        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "l"},
+        "spec": {"leaseDurationSeconds": 2**31}})
+    assert (code, answer["message"]) == (400, (
+        'Lease in version "v1" cannot be handled as a Lease: json: cannot unmarshal number '
+        "2147483648 into Go struct field spec.leaseDurationSeconds of type int32"))
+    body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "m"},
+            "spec": {"leaseDurationSeconds": 2**31 - 1, "leaseTransitions": 0}}
+    assert (await raw.request("POST", LEASES, body))[0] == 201
+
+
+async def test_timestamps_come_back_as_go_encodes_them(raw: Raw) -> None:
+    """time.Time is kept in UTC and re-encoded: MicroTime with six digits, Time in whole
+    seconds, the zero time as null."""
+    code, body, _ = await raw.request("POST", LEASES, {
+        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "t"},
+        "spec": {"renewTime": "2024-05-01T10:00:00.123456+02:00",
+                 "acquireTime": "0001-01-01T00:00:00.000000Z"}})
+    assert code == 201, body
+    assert body["spec"] == {"renewTime": "2024-05-01T08:00:00.123456Z", "acquireTime": None}
+    await raw.request("POST", PODS, pod("t"))
+    code, body, _ = await raw.request("PATCH", PODS + "/t/status", {"status": {"conditions": [
+        {"type": "Ready", "status": "True",
+         "lastTransitionTime": "2024-05-01T00:30:00.75-01:30"}]}}, content_type=MERGE)
+    assert code == 200, body
+    [ready] = [c for c in body["status"]["conditions"] if c["type"] == "Ready"]
+    assert ready["lastTransitionTime"] == "2024-05-01T02:00:00Z"
+    code, again, _ = await raw.request("GET", PODS + "/t")
+    assert again["status"] == body["status"]
 
 
 async def test_the_decoders_leniency_is_kept(raw: Raw) -> None:

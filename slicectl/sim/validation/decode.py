@@ -9,24 +9,22 @@ here and fail on a cluster. Custom resources are not decoded into Go types: thei
 validation (422) judges them instead.
 
 What it accepts is the decoder's leniency, no more: ``null`` anywhere (the zero value), an
-integer or a string for IntOrString, a string or a number for a Quantity, and an RFC 3339 time
-with any fraction for ``Time``.
+integer in the field's range (int32 or int64) for an integer, an integer or a string for
+IntOrString, a string or a number for a Quantity, and an RFC 3339 time
+with any fraction for ``Time``; timestamps come out as Go re-encodes them (:mod:`gotime`).
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+import orjson
+
 from slicectl.sim.validation.builtin import builtin_schemas
+from slicectl.sim.validation.gotime import TimeError, stored_micro_time, stored_time
 from slicectl.sim.validation.prune import Node
 
 _META = "io.k8s.apimachinery.pkg.apis.meta.v1."
-MICRO_LAYOUT = "2006-01-02T15:04:05.000000Z07:00"
-_MICRO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}(Z|[+-]\d\d:\d\d)", re.ASCII)
-RFC3339 = re.compile(r"(\d{4}-\d\d-\d\d)[Tt](\d\d:\d\d:\d\d)(?:\.(\d+))?"
-                     r"(?:[Zz]|([+-])(\d\d):(\d\d))", re.ASCII)  # Go's \d: ASCII only
-"""A ``metav1.Time`` as Go's RFC 3339 parser takes it: date, time, fraction, sign, offset."""
 _JSON_TYPES = {dict: "object", list: "array", str: "string", bool: "bool", int: "number",
                float: "number"}
 
@@ -38,7 +36,8 @@ def _special() -> tuple[Any, Any]:
 
 
 def decode_error(value: Any, root: Node) -> str | None:
-    """The decoder's complaint about ``value`` (a built-in object), or None when it decodes."""
+    """The decoder's complaint about ``value`` (a built-in object), or None when it decodes;
+    then ``value`` holds what the decoded object encodes to (its timestamps in UTC)."""
     micro, quantity = _special()
     return _check(value, root, "", micro, quantity)
 
@@ -57,13 +56,18 @@ def _check(value: Any, node: Node, path: str, micro: Any, quantity: Any) -> str 
     if kind == "string":
         if not isinstance(value, str):
             return _mismatch(value, path, "string")
-        if schema is micro and not _MICRO.fullmatch(value):
-            return f'parsing time "{value}" as "{MICRO_LAYOUT}": cannot parse as MicroTime'
-        if fmt == "date-time" and not RFC3339.fullmatch(value):
-            return f'parsing time "{value}" as "2006-01-02T15:04:05Z07:00": cannot parse'
+        if schema is micro or fmt == "date-time":
+            try:
+                (stored_micro_time if schema is micro else stored_time)(value)
+            except TimeError as exc:
+                return str(exc)
         return None
     if kind == "integer":
         ok = isinstance(value, int) and not isinstance(value, bool)
+        if ok and fmt == "int32":
+            ok = -(2**31) <= value < 2**31
+        elif ok:
+            ok = -(2**63) <= value < 2**63  # Go's int and int64
         return None if ok else _mismatch(value, path, fmt or "int")
     if kind == "number":
         ok = isinstance(value, int | float) and not isinstance(value, bool)
@@ -78,6 +82,8 @@ def _check(value: Any, node: Node, path: str, micro: Any, quantity: Any) -> str 
             error = _check(item, items, f"{path}[{i}]", micro, quantity) if items else None
             if error:
                 return error
+            if items is not None and isinstance(item, str):
+                value[i] = _stored(item, items.schema, micro)
         return None
     if kind == "object" or "properties" in schema or "additionalProperties" in schema:
         if not isinstance(value, dict):
@@ -88,9 +94,24 @@ def _check(value: Any, node: Node, path: str, micro: Any, quantity: Any) -> str 
                      if child is not None else None)
             if error:
                 return error
+            if child is not None and isinstance(sub, str):
+                value[key] = _stored(sub, child.schema, micro)
     return None
 
 
+def _stored(text: str, schema: Any, micro: Any) -> str | None:
+    """A decoded string as the server re-encodes it: timestamps in UTC (see gotime)."""
+    if schema is micro:
+        return stored_micro_time(text)
+    if schema.get("format") == "date-time":
+        return stored_time(text)
+    return text
+
+
 def _mismatch(value: Any, path: str, go_type: str) -> str:
-    return (f"json: cannot unmarshal {_JSON_TYPES.get(type(value), 'value')} into Go struct "
-            f"field {path} of type {go_type}")
+    """encoding/json's UnmarshalTypeError; a number names its literal (one that is no integer,
+    or out of the field's range)."""
+    what = _JSON_TYPES.get(type(value), "value")
+    if what == "number":
+        what = f"number {value if isinstance(value, int) else orjson.dumps(value).decode()}"
+    return f"json: cannot unmarshal {what} into Go struct field {path} of type {go_type}"

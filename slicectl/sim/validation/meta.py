@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from slicectl.sim.validation import errors as e
-from slicectl.sim.validation.decode import RFC3339
+from slicectl.sim.validation.gotime import RFC3339
 from slicectl.sim.validation.names import (
     dns1123_label_errors,
     label_value_errors,
