@@ -390,3 +390,28 @@ def test_crd_validation() -> None:
     wrong_name = crd()
     wrong_name["metadata"]["name"] = "other.slicectl.io"
     assert fields(validate(CRD, wrong_name, None)) == [("metadata.name", "FieldValueInvalid")]
+
+
+def test_transition_rules_on_map_list_items_see_the_item_with_the_same_key() -> None:
+    """A ``map`` list's items correlate with the old list's by their keys, so an item's
+    transition rule runs against the old item of that key; a new key has no oldSelf."""
+    schema: dict[str, Any] = {"type": "object", "properties": {"spec": {
+        "type": "object", "properties": {"conds": {
+            "type": "array", "x-kubernetes-list-type": "map",
+            "x-kubernetes-list-map-keys": ["type"],
+            "items": {"type": "object", "required": ["type"], "properties": {
+                "type": {"type": "string"},
+                "gen": {"type": "integer", "x-kubernetes-validations": [
+                    {"rule": "self >= oldSelf", "message": "gen may not decrease"}]}}}}}}}}
+    rt = ResourceType("slicectl.io", "v1alpha1", "things", "Thing", True, schema=schema)
+
+    def thing(*conds: tuple[str, int]) -> dict[str, Any]:
+        return {"apiVersion": "slicectl.io/v1alpha1", "kind": "Thing",
+                "metadata": {"name": "t", "namespace": "a"},
+                "spec": {"conds": [{"type": t, "gen": g} for t, g in conds]}}
+
+    old = thing(("R", 5), ("S", 1))
+    assert validate(rt, thing(("S", 2), ("R", 5), ("T", 0)), old) == []
+    assert validate(rt, thing(("S", 1), ("R", 1)), old) == [{
+        "reason": "FieldValueInvalid", "field": "spec.conds[1].gen",
+        "message": 'Invalid value: "integer": gen may not decrease'}]

@@ -317,9 +317,28 @@ def _rules_tree(
                 causes.extend(_rules_tree(item, sub, _join(path, key), old_item,
                                           has_old and isinstance(old, dict) and key in old))
     elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        olds = _correlatable_items(schema, old)
         for i, item in enumerate(value):
-            causes.extend(_rules_tree(item, schema["items"], f"{path}[{i}]", None, False))
+            key = _map_key(schema, item)
+            causes.extend(_rules_tree(item, schema["items"], f"{path}[{i}]", olds.get(key),
+                                      key in olds))
     return causes
+
+
+def _map_key(schema: dict[str, Any], item: Any) -> tuple[str, ...] | None:
+    keys = schema.get("x-kubernetes-list-map-keys")
+    if schema.get("x-kubernetes-list-type") != "map" or not keys or not isinstance(item, dict):
+        return None
+    return tuple(json.dumps(item.get(k), sort_keys=True) for k in keys)
+
+
+def _correlatable_items(schema: dict[str, Any], old: Any) -> dict[Any, Any]:
+    """The old items a transition rule on a list's items sees: only a ``map`` list's items
+    correlate, by their key fields (``makeMapList``); any other list's items have no oldSelf."""
+    if not isinstance(old, list):
+        return {}
+    pairs = ((_map_key(schema, item), item) for item in old)
+    return {key: item for key, item in pairs if key is not None}
 
 
 def _rules(
