@@ -12,13 +12,13 @@ as the real server's warning recorder sends them (:func:`response_headers`,
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from aiohttp import web
 
 from slicectl.sim.types import ResourceType
+from slicectl.sim.validation.errors import go_quote
 
 
 class ApiError(Exception):
@@ -149,7 +149,7 @@ def invalid(rt: ResourceType, name: str, causes: list[dict[str, Any]]) -> ApiErr
     group_kind = f"{rt.kind}.{rt.group}" if rt.group else rt.kind
     details = _details(rt, name, kind=rt.kind)
     details["causes"] = causes
-    quoted = json.dumps(name, ensure_ascii=False)  # Go's %q of the name
+    quoted = go_quote(name)
     return ApiError(422, "Invalid", f"{group_kind} {quoted} is invalid: {_summary(causes)}",
                     details)
 
@@ -158,7 +158,7 @@ def patch_undecodable(patched: bytes, why: str) -> ApiError:
     """patch.go's refusal of a patched object it cannot decode: ``NewInvalid`` of an empty
     GroupKind and name, one Invalid of the field ``patch`` whose value is the whole object."""
     cause = {"reason": "FieldValueInvalid", "field": "patch",
-             "message": f"Invalid value: {json.dumps(patched.decode(), ensure_ascii=False)}: "
+             "message": f"Invalid value: {go_quote(patched.decode())}: "
                         f"{why}"}
     return ApiError(422, "Invalid", f' "" is invalid: {_summary([cause])}', {"causes": [cause]})
 
@@ -168,7 +168,7 @@ def resource_version_required(rt: ResourceType, name: str) -> ApiError:
     Invalid whose kind is the resource (a TODO of store.go's)."""
     cause = {"reason": "FieldValueInvalid", "field": "metadata.resourceVersion",
              "message": "Invalid value: 0x0: must be specified for an update"}
-    quoted = json.dumps(name, ensure_ascii=False)
+    quoted = go_quote(name)
     return ApiError(422, "Invalid", f"{qualified(rt)} {quoted} is invalid: {_summary([cause])}",
                     {**_details(rt, name), "causes": [cause]})
 

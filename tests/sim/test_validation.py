@@ -282,7 +282,33 @@ def test_namespace_names_are_dns_labels() -> None:
     assert validate(NS, {"metadata": {"name": "a"}}, None) == []
     cause = validate(NS, {"metadata": {"name": "a.b"}}, None)[0]
     assert cause["field"] == "metadata.name"
+    # IsDNS1123Label: a valid subdomain that is no label can only have dots
+    assert cause["message"] == 'Invalid value: "a.b": must not contain dots'
+    cause = validate(NS, {"metadata": {"name": "a_b"}}, None)[0]
     assert "RFC 1123 label" in cause["message"]
+
+
+@pytest.mark.parametrize("prefix", ["a" * 60 + "_-", "a" * 253 + "-", "x--", "x0A-"])
+def test_generate_name_is_checked_with_upstreams_mask(prefix: str) -> None:
+    """maskTrailingDash replaces the last two characters by one 'a' (not the dash alone), so
+    these prefixes pass as a real server passes them."""
+    assert validate(ES, slice_(metadata={"generateName": prefix, "namespace": "ns"}), None) == []
+
+
+def test_annotation_keys_are_lowered_as_go_lowers_them() -> None:
+    """strings.ToLower maps U+0130 to 'i' (Python's lower() to 'i' and a combining dot)."""
+    meta = {"name": "s-1", "namespace": "ns", "annotations": {"\u0130": "v", "x.com/\u0130": ""}}
+    assert validate(ES, slice_(metadata=meta), None) == []
+
+
+@pytest.mark.parametrize(("value", "shown"), [
+    ("b\x01", '"b\\x01"'), ("b\u00a0", '"b\\u00a0"'), ("\v\u2028", '"\\v\\u2028"'),
+    ("\U0001f600 é", '"\U0001f600 é"'), ('q"\\', '"q\\"\\\\"'),
+])
+def test_values_are_quoted_as_gos_percent_q(value: str, shown: str) -> None:
+    meta = {"name": "s-1", "namespace": "ns", "labels": {"a": value}}
+    [cause] = validate(ES, slice_(metadata=meta), None)
+    assert cause["message"].startswith(f"Invalid value: {shown}: ")
 
 
 def test_pod_requires_named_containers() -> None:

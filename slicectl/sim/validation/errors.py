@@ -13,11 +13,37 @@ from typing import Any
 Cause = dict[str, str]
 
 
+_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r",
+               "\t": "\\t", "\v": "\\v", '"': '\\"', "\\": "\\\\"}
+
+
+def go_quote(text: str) -> str:
+    """Go's ``%q`` (``strconv.Quote``): printable characters kept, the rest escaped as
+    ``\\n``, ``\\x01``, ``\\u00a0`` or ``\\U0001f600``; a lone surrogate, which Go's decoder
+    would have made U+FFFD, as that."""
+    out = []
+    for char in text:
+        code = ord(char)
+        if char in _GO_ESCAPES:
+            out.append(_GO_ESCAPES[char])
+        elif 0xD800 <= code <= 0xDFFF:
+            out.append("\ufffd")
+        elif char.isprintable():  # Go's unicode.IsPrint: no separators but ' ', no controls
+            out.append(char)
+        elif code < 0x80:
+            out.append(f"\\x{code:02x}")
+        elif code < 0x10000:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(f"\\U{code:08x}")
+    return '"' + "".join(out) + '"'
+
+
 def show(value: Any) -> str:
-    """A value as Go's ``%#v`` roughly prints it: strings quoted (printable non-ASCII kept, as
-    ``%q`` keeps it), numbers bare."""
+    """A value as Go's ``%#v`` roughly prints it: strings as ``%q`` quotes them, numbers
+    bare."""
     if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
+        return go_quote(value)
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float):
@@ -45,7 +71,7 @@ def required(field: str, detail: str = "") -> Cause:
 
 def go_strings(values: list[Any]) -> str:
     """A ``[]string`` as Go's ``%#v`` prints it: ``[]string{"a", "b"}``."""
-    return "[]string{" + ", ".join(json.dumps(str(v), ensure_ascii=False) for v in values) + "}"
+    return "[]string{" + ", ".join(go_quote(str(v)) for v in values) + "}"
 
 
 def not_supported(field: str, value: Any, supported: list[str], shown: str | None = None) -> Cause:

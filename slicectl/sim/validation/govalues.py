@@ -13,11 +13,10 @@ back), so an integral float64 within int64 comes back as an int64: ``80.0`` is s
 
 from __future__ import annotations
 
-import json
 from decimal import Decimal
 from typing import Any
 
-from slicectl.sim.validation.errors import Cause
+from slicectl.sim.validation.errors import Cause, go_quote
 
 _INT64 = 2**63
 
@@ -68,7 +67,7 @@ def go_value(value: Any, sharp: bool = False) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
+        return go_quote(value)
     if isinstance(value, int) and json_type(value) == "integer":
         return str(value)
     if isinstance(value, int | float):
@@ -76,7 +75,7 @@ def go_value(value: Any, sharp: bool = False) -> str:
     if isinstance(value, list):
         return "[]interface {}{" + ", ".join(go_value(v, True) for v in value) + "}"
     return "map[string]interface {}{" + ", ".join(
-        f"{json.dumps(k, ensure_ascii=False)}:{go_value(v, True)}"
+        f"{go_quote(k)}:{go_value(v, True)}"
         for k, v in sorted(value.items())) + "}"
 
 

@@ -19,6 +19,8 @@ from slicectl.sim.validation import errors as e
 from slicectl.sim.validation.gotime import RFC3339
 from slicectl.sim.validation.names import (
     dns1123_label_errors,
+    go_len,
+    go_lower,
     label_value_errors,
     mask_trailing_dash,
     qualified_name_errors,
@@ -86,10 +88,8 @@ def validate_annotations(annotations: Any, path: str) -> list[e.Cause]:
     causes: list[e.Cause] = []
     total = 0
     for key, value in annotations.items():
-        causes.extend(e.invalid(path, key, m) for m in qualified_name_errors(str(key).lower()))
-        total += len(str(key).encode()) + len(
-            (value if isinstance(value, str) else json.dumps(value)).encode()
-        )
+        causes.extend(e.invalid(path, key, m) for m in qualified_name_errors(go_lower(str(key))))
+        total += go_len(str(key)) + go_len(value if isinstance(value, str) else json.dumps(value))
     if total > TOTAL_ANNOTATION_SIZE_LIMIT:
         causes.append(e.too_long(path, TOTAL_ANNOTATION_SIZE_LIMIT))
     return causes

@@ -54,8 +54,9 @@ def dns1123_label_errors(value: str) -> list[str]:
     errs = []
     if go_len(value) > 63:
         errs.append("must be no more than 63 characters")
-    if not _DNS_LABEL.fullmatch(value):
-        errs.append(DNS1123_LABEL_MSG)
+    if not _DNS_LABEL.fullmatch(value):  # a subdomain that is no label has dots
+        errs.append("must not contain dots" if _DNS_SUBDOMAIN.fullmatch(value)
+                    else DNS1123_LABEL_MSG)
     return errs
 
 
@@ -69,8 +70,9 @@ def dns1123_subdomain_errors(value: str) -> list[str]:
 
 
 def mask_trailing_dash(name: str) -> str:
-    """``generateName`` prefixes may end with '-': check them as if it were a letter."""
-    return name[:-1] + "a" if len(name) > 1 and name.endswith("-") else name
+    """``generateName`` prefixes may end with '-', checked as apimachinery's
+    ``maskTrailingDash`` does: the dash and the character before it become one 'a'."""
+    return name[:-2] + "a" if len(name) > 1 and name.endswith("-") else name
 
 
 @functools.lru_cache(maxsize=65536)  # label keys recur on every write
@@ -113,6 +115,12 @@ def _label_value_errors(value: str) -> tuple[str, ...]:
 def label_value_errors(value: str) -> list[str]:
     """``IsValidLabelValue``: at most 63 bytes; empty, or alphanumeric at both ends."""
     return list(_label_value_errors(value))
+
+
+def go_lower(value: str) -> str:
+    """Go's ``strings.ToLower``: one rune for one (Python's ``lower`` makes U+0130 two)."""
+    return "".join("i" if c == "\u0130" else c.lower() if len(c.lower()) == 1 else c
+                   for c in value)
 
 
 def go_len(value: str) -> int:
