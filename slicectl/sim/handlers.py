@@ -24,7 +24,7 @@ import orjson
 import yaml
 from aiohttp import web
 
-from slicectl.sim import errors, listoptions, options, protobuf, watch
+from slicectl.sim import errors, gojson, listoptions, options, protobuf, watch
 from slicectl.sim.lifecycle import Lifecycle
 from slicectl.sim.listing import list_objects, make_filter
 from slicectl.sim.managed import manager_name, record
@@ -184,7 +184,7 @@ class Api:
             if is_protobuf(media):
                 body = protobuf.decode(raw)
             elif "json" in media or "yaml" in media:
-                body = yaml.safe_load(raw) if "yaml" in media else orjson.loads(raw)
+                body = yaml.safe_load(raw) if "yaml" in media else gojson.loads(raw)
             else:
                 raise errors.unsupported_media_type(media)
         except ProtobufError as exc:

@@ -20,11 +20,11 @@ strategic merge patch (built-ins) or merge patch (custom resources), without fie
 from __future__ import annotations
 
 import copy
-import json
 from typing import Any
 
 import yaml
 
+from slicectl.sim import gojson
 from slicectl.sim.objects import deep_copy
 from slicectl.sim.types import ResourceType
 from slicectl.sim.validation.builtin import builtin_schemas, resolve
@@ -82,7 +82,7 @@ def apply_patch(
 
 def _decode_json(body: bytes) -> Any:
     try:
-        return json.loads(body)
+        return gojson.loads(body)
     except ValueError as exc:
         raise PatchError(400, "BadRequest", f"error decoding patch: {exc}") from exc
 

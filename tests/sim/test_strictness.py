@@ -445,3 +445,23 @@ async def test_a_patch_that_removes_a_custom_resources_kind_is_422(raw: Raw) -> 
     assert (code, answer["reason"]) == (422, "Invalid")
     code, now, _ = await raw.request("GET", WIDGETS + "/w")
     assert now["kind"] == "Widget" and now["metadata"]["generation"] == 1
+
+
+async def test_lone_surrogates_and_bad_utf8_decode_as_go_decodes_them(raw: Raw) -> None:
+    """encoding/json takes a lone surrogate escape or invalid UTF-8 in a string as U+FFFD;
+    what is no JSON (NaN) stays a 400."""
+    body = orjson.dumps(endpointslice("u", {})).replace(
+        b'"metadata":{', b'"metadata":{"annotations":{"a":"\\ud800x\xff"},', 1)
+    code, created, _ = await raw.request("POST", ES, body)
+    assert code == 201, created
+    assert created["metadata"]["annotations"] == {"a": "\ufffdx\ufffd"}
+    code, patched, _ = await raw.request("PATCH", ES + "/u",
+                                         b'{"metadata":{"labels":{"b":"\\udc00"}}}',
+                                         content_type=MERGE)
+    assert code == 422 and "\ufffd" in patched["message"]  # a label value it cannot be
+    code, patched, _ = await raw.request("PATCH", ES + "/u", b'{"metadata":{"annotations":'
+                                         b'{"b":"\\udc00"}}}', content_type=MERGE)
+    assert code == 200 and patched["metadata"]["annotations"]["b"] == "\ufffd"
+    code, answer, _ = await raw.request("PATCH", ES + "/u", b'{"metadata":{"generation":NaN}}',
+                                        content_type=MERGE)
+    assert code == 400, answer
