@@ -52,9 +52,11 @@ def port_to_json(p: EndpointPort) -> dict[str, Any]:
 def generate_name(selector_name: str) -> str:
     """Upstream ``getEndpointSlicePrefix``: ``<name>-``, or ``<name>`` if that is no valid prefix.
 
-    As in apimachinery, a prefix is validated with its trailing dash masked as a letter.
+    As in apimachinery's ``maskTrailingDash``, a prefix is validated with its trailing dash and
+    the character before it replaced by one letter (so a 253-character name keeps its dash).
     """
-    return f"{selector_name}-" if is_dns_subdomain(f"{selector_name}a") else selector_name
+    masked = f"{selector_name[:-1]}a" if selector_name else "-"
+    return f"{selector_name}-" if is_dns_subdomain(masked) else selector_name
 
 
 def owner_reference(selector: SelectorRecord) -> dict[str, Any]:

@@ -317,10 +317,12 @@ class TestRender:
             }],
         }
 
-    def test_generate_name_drops_dash_when_too_long(self) -> None:
+    def test_generate_name_masks_the_dash_as_upstream(self) -> None:
+        """maskTrailingDash replaces the dash and the character before it with one letter, so
+        every valid name keeps its dash (the server cuts the base to 58 characters)."""
         assert generate_name("web") == "web-"
-        assert generate_name("a" * 253) == "a" * 253
-        assert generate_name("a" * 252) == "a" * 252 + "-"
+        assert generate_name("a" * 253) == "a" * 253 + "-"
+        assert generate_name("a" * 254) == "a" * 254  # no valid name: no dash
 
     def test_patch_only_changed_fields(self) -> None:
         sel = make_selector(labels={"keep": "1", "drop": "1"})
