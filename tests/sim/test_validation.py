@@ -10,6 +10,7 @@ import pytest
 
 from slicectl.sim.types import ResourceType
 from slicectl.sim.validation import apply_defaults, prune_unknown, validate
+from slicectl.sim.validation.meta import validate_object_meta_update
 from slicectl.sim.validation.names import DNS1123_SUBDOMAIN_MSG
 
 ES = ResourceType("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", True,
@@ -295,6 +296,12 @@ def test_generate_name_is_checked_with_upstreams_mask(prefix: str) -> None:
     assert validate(ES, slice_(metadata={"generateName": prefix, "namespace": "ns"}), None) == []
 
 
+def test_generate_name_mask_cuts_bytes() -> None:
+    """Go slices the prefix's bytes: a multi-byte character before the dash is cut in half."""
+    causes = validate(ES, slice_(metadata={"generateName": "\u00e9-", "namespace": "ns"}), None)
+    assert fields(causes) == [("metadata.generateName", "FieldValueInvalid")]
+
+
 def test_annotation_keys_are_lowered_as_go_lowers_them() -> None:
     """strings.ToLower maps U+0130 to 'i' (Python's lower() to 'i' and a combining dot)."""
     meta = {"name": "s-1", "namespace": "ns", "annotations": {"\u0130": "v", "x.com/\u0130": ""}}
@@ -441,3 +448,13 @@ def test_transition_rules_on_map_list_items_see_the_item_with_the_same_key() -> 
     assert validate(rt, thing(("S", 1), ("R", 1)), old) == [{
         "reason": "FieldValueInvalid", "field": "spec.conds[1].gen",
         "message": 'Invalid value: "integer": gen may not decrease'}]
+
+
+def test_an_unchanged_deletion_time_written_in_another_zone_is_unchanged() -> None:
+    """ValidateImmutableField compares the instants, not the strings."""
+    old = {"name": "n", "uid": "u", "deletionTimestamp": "2020-01-01T00:00:00Z"}
+    same = {**old, "deletionTimestamp": "2019-12-31T19:00:00-05:00"}
+    assert validate_object_meta_update(same, old) == []
+    later = {**old, "deletionTimestamp": "2020-01-01T00:00:01Z"}
+    assert fields(validate_object_meta_update(later, old)) == [
+        ("metadata.deletionTimestamp", "FieldValueInvalid")]

@@ -188,7 +188,7 @@ def validate_object_meta_update(meta: Any, old_meta: Any, path: str = "metadata"
     if uid != (old_meta.get("uid") or ""):
         causes.append(e.invalid(f"{path}.uid", uid, IMMUTABLE))
     stamp = meta.get("deletionTimestamp")
-    if stamp != old_meta.get("deletionTimestamp"):
+    if _go_time(stamp) != _go_time(old_meta.get("deletionTimestamp")):  # the same instant
         causes.append({"reason": "FieldValueInvalid", "field": f"{path}.deletionTimestamp",
                        "message": f"Invalid value: {_go_time(stamp)}: {IMMUTABLE}"})
     grace = meta.get("deletionGracePeriodSeconds")

@@ -71,8 +71,12 @@ def dns1123_subdomain_errors(value: str) -> list[str]:
 
 def mask_trailing_dash(name: str) -> str:
     """``generateName`` prefixes may end with '-', checked as apimachinery's
-    ``maskTrailingDash`` does: the dash and the character before it become one 'a'."""
-    return name[:-2] + "a" if len(name) > 1 and name.endswith("-") else name
+    ``maskTrailingDash`` does: the dash and the byte before it become one 'a' (a multi-byte
+    character before the dash is cut, and the result no valid name)."""
+    data = name.encode("utf-8", "surrogatepass")
+    if len(data) > 1 and name.endswith("-"):
+        return data[:-2].decode("utf-8", "replace") + "a"
+    return name
 
 
 @functools.lru_cache(maxsize=65536)  # label keys recur on every write
