@@ -63,6 +63,7 @@ from slicectl.sim.validation import (
     decode_error,
     prune_unknown,
     stored_form,
+    strict_decoding_detail,
     strict_decoding_error,
     unknown_field_warnings,
     validate,
@@ -220,11 +221,17 @@ class Api:
             raise errors.bad_request(
                 f"the kind in the data ({kind}) does not match the expected kind ({rt.kind})")
 
-    def _unknown_fields(self, request: web.Request, rt: ResourceType, obj: Obj) -> None:
-        """As the decoder does: Strict refuses unknown fields, Warn reports them in a Warning
-        (sent with any answer, an error too); they are pruned unless Strict."""
+    def _unknown_fields(self, request: web.Request, rt: ResourceType, obj: Obj,
+                        patched: bool = False) -> None:
+        """As the decoder does: Strict refuses unknown fields (a body with a 400, a patched
+        object with patch.go's 422), Warn reports them in a Warning (sent with any answer, an
+        error too); they are pruned unless Strict. It sees the whole object, before a status
+        write throws its other parts away."""
         mode = options.field_validation(request.query)
         unknown = prune_unknown(rt, obj, mode == "Strict")
+        if unknown and mode == "Strict" and patched:
+            raise errors.patch_undecodable(orjson.dumps(obj, option=orjson.OPT_SORT_KEYS),
+                                           strict_decoding_detail(rt, unknown))
         if unknown and mode == "Strict":
             raise errors.bad_request(strict_decoding_error(rt, unknown))
         if mode == "Warn":
@@ -233,9 +240,8 @@ class Api:
 
     def _admit(self, request: web.Request, rt: ResourceType, obj: Obj, old: Obj | None,
                subresource: str = "") -> None:
-        """Defaults, unknown-field handling and validation shared by every write (a body was
-        decoded by :meth:`_body`, a patched object by :meth:`patch`)."""
-        self._unknown_fields(request, rt, obj)  # a patched object is only decoded here
+        """Defaults and validation shared by every write (a body was decoded, and its unknown
+        fields handled, by :meth:`_body`; a patched object by :meth:`patch`)."""
         duplicates = dedup_owner_references(obj["metadata"])
         if duplicates:  # a patch's are found after admission only, and worded so
             after = " after mutating admission happens" if request.method == "PATCH" else ""
@@ -341,6 +347,7 @@ class Api:
             raise errors.patch_undecodable(orjson.dumps(patched, option=orjson.OPT_SORT_KEYS),
                                            undecodable)
         self._check_kind(rt, patched)
+        self._unknown_fields(request, rt, patched, patched=True)
         meta = patched.get("metadata")
         if not isinstance(meta, dict):
             raise errors.bad_request("metadata must be an object")

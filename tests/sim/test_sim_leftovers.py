@@ -394,3 +394,24 @@ async def test_integral_floats_come_back_as_integers(raw: Raw) -> None:
     assert body["spec"] == {"ports": [{"name": "", "protocol": "TCP", "targetPort": 80}],
                             "selector": {"matchLabels": {"app": "x"}}}
     assert type(body["spec"]["ports"][0]["targetPort"]) is int
+
+
+async def test_strict_unknown_fields_of_a_patch_are_its_422_whatever_part_is_kept(
+        raw: Raw) -> None:
+    """patch.go decodes the whole patched object strictly before the status strategy throws
+    spec and metadata away: an unknown field anywhere is a 422 on the field ``patch``, and with
+    Warn a Warning, on /status too."""
+    await _install(raw)
+    code, obj, _ = await raw.request("POST", ESELS, _es("t9", {"selector": SEL}))
+    assert code == 201, obj
+    for path, patch in ((f"{ESELS}/t9/status", {"spec": {"bogus": 1}}),
+                        (f"{ESELS}/t9", {"status": {"bogus": 1}})):
+        code, body, _ = await raw.request("PATCH", path, patch, content_type=MERGE,
+                                          fieldValidation="Strict")
+        assert (code, body["reason"]) == (422, "Invalid"), body
+        assert body["message"].endswith("strict decoding error: unknown field "
+                                        f'"{next(iter(patch))}.bogus"')
+    code, _, headers = await raw.request("PATCH", f"{ESELS}/t9/status",
+                                         {"metadata": {"bogusMeta": 1}}, content_type=MERGE)
+    assert code == 200
+    assert _warnings(headers) == ['299 - "unknown field \\"metadata.bogusMeta\\""']

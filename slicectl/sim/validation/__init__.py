@@ -36,7 +36,8 @@ from slicectl.sim.validation.prune import Compiler, Node, prune
 from slicectl.sim.validation.schema import apply_schema_defaults, validate_value
 
 __all__ = ["Cause", "apply_defaults", "decode_error", "prune_unknown", "stored_form",
-           "strict_decoding_error", "unknown_field_warnings", "validate"]
+           "strict_decoding_detail", "strict_decoding_error", "unknown_field_warnings",
+           "validate"]
 
 _OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 
@@ -87,8 +88,13 @@ def strict_decoding_error(rt: ResourceType, unknown: list[str]) -> str:
     words it; a custom resource's paths are sorted (the structural pruner sorts them), a
     built-in's are in document order (the strict JSON decoder meets them in that order)."""
     return (f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
-            "strict decoding error: " + ", ".join(
-                f'unknown field "{path}"' for path in _field_order(rt, unknown)))
+            + strict_decoding_detail(rt, unknown))
+
+
+def strict_decoding_detail(rt: ResourceType, unknown: list[str]) -> str:
+    """``NewStrictDecodingError``'s text (what a patch's 422 carries)."""
+    return "strict decoding error: " + ", ".join(
+        f'unknown field "{path}"' for path in _field_order(rt, unknown))
 
 
 def unknown_field_warnings(rt: ResourceType, unknown: list[str]) -> list[str]:
