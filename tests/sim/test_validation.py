@@ -458,3 +458,16 @@ def test_an_unchanged_deletion_time_written_in_another_zone_is_unchanged() -> No
     later = {**old, "deletionTimestamp": "2020-01-01T00:00:01Z"}
     assert fields(validate_object_meta_update(later, old)) == [
         ("metadata.deletionTimestamp", "FieldValueInvalid")]
+
+
+def test_no_rules_not_checked_cause_without_rules() -> None:
+    """cel.NewValidator is nil for a schema without x-kubernetes-validations: a blocking error
+    then comes alone, with no cause saying rules were skipped."""
+    schema: dict[str, Any] = {"type": "object", "properties": {"spec": {
+        "type": "object", "required": ["a"], "properties": {"a": {"type": "string"}}}}}
+    rt = ResourceType("slicectl.io", "v1alpha1", "things", "Thing", True, schema=schema)
+    obj = {"apiVersion": "slicectl.io/v1alpha1", "kind": "Thing",
+           "metadata": {"name": "t", "namespace": "a"}, "spec": {}}
+    assert fields(validate(rt, obj, None)) == [("spec.a", "FieldValueRequired")]
+    assert fields(validate(CR, cr({"selector": {}, "ports": [{}]}), None))[-1] == (
+        "<nil>", "FieldValueInvalid")  # SCHEMA has rules

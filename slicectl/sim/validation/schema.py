@@ -31,7 +31,6 @@ import copy
 import json
 import re
 from collections.abc import Sequence
-from datetime import date
 from typing import Any
 
 from slicectl.sim.validation import cel
@@ -42,6 +41,7 @@ from slicectl.sim.validation.govalues import go_float, go_value, json_type
 from slicectl.sim.validation.listtype import join_path as _join
 from slicectl.sim.validation.listtype import list_type_errors
 from slicectl.sim.validation.listtype import sub_schema as _sub_schema
+from slicectl.sim.validation.strfmt import format_ok
 
 # Error types after which kube-apiserver does not run the CEL rules (``hasBlockingErr``).
 BLOCKING = frozenset({"FieldValueNotSupported", "FieldValueRequired", "FieldValueTooLong",
@@ -96,11 +96,34 @@ def validate_value(
     else:
         causes = _openapi(value, schema, path)
     causes.extend(list_type_errors(value, schema, path))
+    if not _has_rules(schema):  # cel.NewValidator is nil: nothing to run or to skip
+        return causes
     if any(c["reason"] in BLOCKING for c in (*prior, *causes)):
         causes.append(e.invalid("<nil>", None, RULES_NOT_CHECKED))
     else:
         causes.extend(_rules_tree(value, schema, path, old, has_old))
     return causes
+
+
+_HAS_RULES: dict[int, tuple[dict[str, Any], bool]] = {}  # by identity, the schema kept alive
+
+
+def _has_rules(schema: dict[str, Any]) -> bool:
+    """Whether any node of ``schema`` carries ``x-kubernetes-validations`` (computed once)."""
+    known = _HAS_RULES.get(id(schema))
+    if known is None or known[0] is not schema:
+        known = _HAS_RULES[id(schema)] = (schema, _any_rules(schema))
+    return known[1]
+
+
+def _any_rules(node: Any) -> bool:
+    if not isinstance(node, dict):
+        return False
+    if node.get("x-kubernetes-validations"):
+        return True
+    children = [*(node.get("properties") or {}).values(), node.get("additionalProperties"),
+                node.get("items")]
+    return any(_any_rules(child) for child in children)
 
 
 def _openapi_of(value: Any, schema: dict[str, Any], field: str) -> list[e.Cause]:
@@ -125,7 +148,7 @@ def _openapi(value: Any, schema: dict[str, Any], path: str,
     kind = json_type(value)
     if kind == "string":
         causes.extend(_string(value, schema, path, root))
-        if not _format_ok(value, str(schema.get("format") or "")):
+        if not format_ok(str(schema.get("format") or ""), value):
             causes.append(_cause("FieldValueTypeInvalid", path, value, f"{path or root} in "
                                  f"body must be of type {schema['format']}: {go_value(value)}"))
     elif kind in ("integer", "number"):
@@ -186,35 +209,6 @@ def _type_error(value: Any, schema: dict[str, Any], path: str, root: str) -> e.C
     elif fmt and not (fits or data_format == fmt):
         return mismatch(fmt, data_format)
     return None if fits else mismatch(",".join(types), actual)
-
-
-_TIME = re.compile(r"([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))")
-
-
-def _is_date(text: str) -> bool:
-    """Go's ``time.Parse("2006-01-02", text)``."""
-    if re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", text) is None:
-        return False
-    try:
-        date.fromisoformat(text)
-    except ValueError:
-        return False
-    return True
-
-
-def _format_ok(value: str, fmt: str) -> bool:
-    """kube-openapi's strfmt checks for the formats implemented here (date-time, date); any
-    other format is accepted."""
-    name = fmt.replace("-", "").replace("_", "").lower()
-    if name == "date":
-        return _is_date(value)
-    if name != "datetime":
-        return True
-    parts = value.lower().split("t")
-    if len(value) < 4 or len(parts) < 2 or not _is_date(parts[0]):
-        return False
-    match = _TIME.fullmatch(parts[1])
-    return match is not None and match[1] <= "23" and match[2] <= "59" and match[3] <= "59"
 
 
 def _string(value: str, schema: dict[str, Any], path: str, root: str) -> list[e.Cause]:
