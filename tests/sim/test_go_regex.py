@@ -28,6 +28,11 @@ from tests.sim.test_validation import CR, cr, fields
     ("(?m)^a$", "a\nb", True),  # with the m flag $ is any line's end, in both
     ("^\\d+$", "\u0661\u0662", False),  # RE2's \d is ASCII; Python's takes any digit
     ("^\\w+$", "\u00e9", False),
+    ("^\\s$", "\v", False),  # RE2's \s has no vertical tab
+    ("^[a-z\\s]+$", "a\vb", False),
+    ("^[a-z\\s]+$", "a \tb", True),
+    ("^\\S+$", "a\vb", True),  # so its \S takes one
+    ("(?m)^a\\z", "a", True),  # \z with the m flag too
 ])
 def test_dollar_is_the_end_of_the_text(pattern: str, text: str, matched: bool) -> None:
     assert (go_regex(pattern).search(text) is not None) is matched

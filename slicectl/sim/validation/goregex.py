@@ -6,7 +6,8 @@ matches before a final newline, so ``'^[a-z]+$'`` would accept ``"abc\\n"`` here
 embedded server would be kinder than a real one. :func:`go_regex` rewrites each ``$`` outside a
 character class to ``\\Z`` (and Go's ``\\z`` to ``\\Z``); a pattern that sets the ``m`` flag keeps
 its ``$``. Patterns compile with ``re.ASCII``: RE2's ``\\d``, ``\\w``, ``\\s`` and ``\\b`` are ASCII
-classes, Python's Unicode ones (an Arabic-Indic digit is a ``\\d`` there). Anything else
+classes, Python's Unicode ones (an Arabic-Indic digit is a ``\\d`` there); and RE2's ``\\s`` has
+no vertical tab, which Python's has, so it is spelled out. Anything else
 RE2 and ``re`` spell alike is passed through; a pattern ``re`` cannot compile raises
 ``re.error`` as before.
 """
@@ -21,16 +22,30 @@ __all__ = ["go_regex"]
 _MULTILINE = re.compile(r"\(\?[a-zA-Z]*m")
 
 
+_RE2_SPACE = "\\t\\n\\f\\r "  # RE2's \\s; Python's ASCII \\s also has \\v
+
+
+def _escape(pair: str, in_class: bool) -> str:
+    """An escape as RE2 means it: ``\\z`` is ``\\Z``, ``\\s`` has no ``\\v`` (``\\S`` inside a
+    class is left to Python, which is then harsher on a ``\\v``)."""
+    if pair == r"\z" and not in_class:
+        return r"\Z"
+    if pair == r"\s":
+        return _RE2_SPACE if in_class else f"[{_RE2_SPACE}]"
+    if pair == r"\S" and not in_class:
+        return f"[^{_RE2_SPACE}]"
+    return pair
+
+
 @cache
 def go_regex(pattern: str) -> re.Pattern[str]:
-    if _MULTILINE.search(pattern):
-        return re.compile(pattern, re.ASCII)
+    multiline = bool(_MULTILINE.search(pattern))
     out: list[str] = []
     i, in_class = 0, False
     while i < len(pattern):
         ch = pattern[i]
         if ch == "\\" and i + 1 < len(pattern):
-            out.append(r"\Z" if pattern[i + 1] == "z" and not in_class else pattern[i:i + 2])
+            out.append(_escape(pattern[i:i + 2], in_class))
             i += 2
             continue
         if in_class:
@@ -44,7 +59,7 @@ def go_regex(pattern: str) -> re.Pattern[str]:
                     out.append(literal)
                     i += 1
             continue
-        elif ch == "$":
+        elif ch == "$" and not multiline:
             out.append(r"\Z")
             i += 1
             continue
