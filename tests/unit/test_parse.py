@@ -83,6 +83,8 @@ class TestCanonicalIP:
             ("::ffff:001.2.3.4", "1.2.3.4"),
             ("::1.2.3.4", "::102:304"),
             ("2001:db8::", "2001:db8::"),
+            ("000fd00::00000001", "fd00::1"),  # Go reads a group's every digit
+            ("2001:db8::00000010.1.2.3", "2001:db8::a01:203"),
         ],
     )
     def test_valid(self, raw: str, want: str) -> None:
@@ -90,7 +92,8 @@ class TestCanonicalIP:
 
     @pytest.mark.parametrize(
         "raw", ["", "10.0.0", "10.0.0.256", "1.2.3.4.5", "fe80::1%eth0", "zz::1", "a.b.c.d",
-                "10.0.0.-1", "\uff11.2.3.4", "1.2.3.4\n", "10.0.0.1\n", None, 17]
+                "10.0.0.-1", "\uff11.2.3.4", "1.2.3.4\n", "10.0.0.1\n", None, 17,
+                "12345::1", "000012345::1"]
     )
     def test_invalid(self, raw: Any) -> None:
         assert canonical_ip(raw) is None

@@ -113,12 +113,15 @@ def _sloppy_ipv4(text: str) -> str | None:
     return ".".join(map(str, octets))
 
 
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
 def canonical_ip(text: Any) -> str | None:
     """``text`` in canonical form, or None when it is not an IP address.
 
-    Matches ``netutils.ParseIPSloppy(ip).String()``: IPv4 octets may have leading zeros;
-    IPv4-mapped IPv6 (``::ffff:a.b.c.d``) is an IPv4 address; IPv6 is compressed lower-case;
-    zones (``%eth0``) are rejected.
+    Matches ``netutils.ParseIPSloppy(ip).String()``: IPv4 octets and IPv6 groups may have
+    leading zeros; IPv4-mapped IPv6 (``::ffff:a.b.c.d``) is an IPv4 address; IPv6 is compressed
+    lower-case; zones (``%eth0``) are rejected.
     """
     if not isinstance(text, str) or not text or "%" in text:
         return None
@@ -130,6 +133,9 @@ def canonical_ip(text: Any) -> str | None:
         if v4 is None:
             return None
         text = f"{head}:{v4}"
+    # a group may carry leading zeros past four digits (Go's parser reads every hex digit)
+    text = ":".join(g.lstrip("0") or "0" if len(g) > 4 and _HEX.issuperset(g) else g
+                    for g in text.split(":"))
     try:
         addr = ipaddress.IPv6Address(text)
     except ValueError:

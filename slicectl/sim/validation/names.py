@@ -132,20 +132,30 @@ def go_len(value: str) -> int:
     return len(value.encode("utf-8", "surrogatepass"))
 
 
+_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
+
+
 @functools.lru_cache(maxsize=65536)  # pure, and every endpoint address goes through here
 def parse_ip_sloppy(value: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     """Go's ``netutils.ParseIPSloppy``: IPv4 octets (also the dotted tail of an IPv6 address)
-    may carry any number of leading zeros; no zone (``%eth0``), ASCII digits only."""
+    and IPv6 groups may carry any number of leading zeros; no zone (``%eth0``), ASCII digits
+    only."""
     if not value.isascii() or "%" in value:
         return None
-    head, colon, tail = value.rpartition(":")
+    *groups, tail = value.split(":")
+    # an IPv6 group may carry leading zeros past four digits too (Go's xtoi reads them all)
+    groups = [g.lstrip("0") or "0" if g and all(c in _HEX_DIGITS for c in g) else g
+              for g in groups]
     if "." in tail:
-        octets = tail.split(".")
-        if len(octets) != 4 or not all(o.isdigit() and int(o) <= 255 for o in octets):
+        octets = [o.lstrip("0") or "0" if o.isdigit() else o for o in tail.split(".")]
+        if len(octets) != 4 or not all(o.isdigit() and len(o) <= 3 and int(o) <= 255
+                                       for o in octets):
             return None
-        value = head + colon + ".".join(str(int(o)) for o in octets)
+        tail = ".".join(octets)
+    elif groups and tail and all(c in _HEX_DIGITS for c in tail):
+        tail = tail.lstrip("0") or "0"
     try:
-        return ipaddress.ip_address(value)
+        return ipaddress.ip_address(":".join([*groups, tail]))
     except ValueError:
         return None
 
