@@ -73,3 +73,39 @@ async def test_cluster_scoped_custom_resource(raw: Raw) -> None:
     assert [w["metadata"]["name"] for w in listed["items"]] == ["c"]
     code, index, _ = await raw.request("GET", "/openapi/v3")
     assert "apis/example.com/v1" in index["paths"]
+
+
+async def test_a_default_must_validate_against_its_own_schema(raw: Raw) -> None:
+    """ValidateDefaults: a default of the wrong type, one with a field pruning would drop, or
+    one its node's CEL rule refuses makes the CRD invalid; good defaults pass."""
+    def with_spec(props: dict[str, Any]) -> dict[str, Any]:
+        body = crd()
+        body["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"] = {
+            "type": "object", "properties": props}
+        return body
+
+    where = "spec.validation.openAPIV3Schema.properties[spec].properties"
+    bad: list[tuple[dict[str, Any], str, str]] = [
+        ({"n": {"type": "integer", "default": "x"}}, f"{where}[n].default",
+         "FieldValueTypeInvalid"),
+        ({"o": {"type": "object", "properties": {"a": {"type": "string"}},
+                "default": {"a": "x", "b": 1}}}, f"{where}[o].default", "FieldValueInvalid"),
+        ({"m": {"type": "integer", "default": 20, "x-kubernetes-validations": [
+            {"rule": "self < 10", "message": "too big"}]}}, f"{where}[m].default",
+         "FieldValueInvalid"),
+        ({"l": {"type": "array", "items": {"type": "string", "format": "uuid",
+                                           "default": "nope"}}},
+         f"{where}[l].items.default", "FieldValueTypeInvalid"),
+    ]
+    for props, field, reason in bad:
+        code, body, _ = await raw.request("POST", CRDS, with_spec(props), dryRun="All")
+        assert code == 422, body
+        assert [(c["field"], c["reason"]) for c in body["details"]["causes"]] == [
+            (field, reason)], body
+    good = {"n": {"type": "integer", "default": 3},
+            "o": {"type": "object", "x-kubernetes-preserve-unknown-fields": True,
+                  "default": {"b": 1}},
+            "m": {"type": "integer", "default": 5, "x-kubernetes-validations": [
+                {"rule": "self < 10"}]}}
+    code, body, _ = await raw.request("POST", CRDS, with_spec(good), dryRun="All")
+    assert code == 201, body

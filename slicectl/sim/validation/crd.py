@@ -21,6 +21,7 @@ from slicectl.sim.validation import errors as e
 from slicectl.sim.validation.cel_budget import budget_causes
 from slicectl.sim.validation.meta import validate_object_meta
 from slicectl.sim.validation.names import dns1123_label_errors, dns1123_subdomain_errors
+from slicectl.sim.validation.schema import default_errors
 
 SCOPES = ["Cluster", "Namespaced"]
 
@@ -53,7 +54,8 @@ def validate_crd(obj: dict[str, Any], old: dict[str, Any] | None) -> list[e.Caus
         causes.append(e.not_supported("spec.scope", scope, SCOPES))
     version_causes = _versions(spec.get("versions"))
     causes.extend(version_causes)
-    if not version_causes:  # CEL is only compiled (and costed) in a valid structural schema
+    if not version_causes:  # defaults are checked, CEL compiled and costed, in a valid
+        causes.extend(_defaults(spec))  # structural schema only
         causes.extend(_budget(spec, (old or {}).get("spec")))
     if old is not None:
         old_spec = old.get("spec") or {}
@@ -216,6 +218,26 @@ def _schemas(versions: list[Any]) -> list[tuple[str, dict[str, Any], dict[str, A
     if found and len(found) == len(versions) and all(s == found[0][2] for _, _, s in found):
         return [("spec.validation.openAPIV3Schema", found[0][1], found[0][2])]
     return [(f"spec.versions[{i}].schema.openAPIV3Schema", v, s) for i, v, s in found]
+
+
+def _defaults(spec: dict[str, Any]) -> list[e.Cause]:
+    """Every ``default`` outside ``metadata`` must validate against its own node's schema."""
+    causes: list[e.Cause] = []
+
+    def walk(node: dict[str, Any], path: str) -> None:
+        if "default" in node:
+            causes.extend(default_errors(node["default"], node, f"{path}.default"))
+        for key, sub in (node.get("properties") or {}).items():
+            if isinstance(sub, dict) and not (path.endswith("openAPIV3Schema")
+                                              and key == "metadata"):
+                walk(sub, f"{path}.properties[{key}]")
+        for key in ("items", "additionalProperties"):
+            if isinstance(node.get(key), dict):
+                walk(node[key], f"{path}.{key}")
+
+    for path, _, schema in _schemas(spec.get("versions") or []):
+        walk(schema, path)
+    return causes
 
 
 def _budget(spec: dict[str, Any], old_spec: Any) -> list[e.Cause]:

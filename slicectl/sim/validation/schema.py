@@ -41,6 +41,7 @@ from slicectl.sim.validation.govalues import go_float, go_value, json_type
 from slicectl.sim.validation.listtype import join_path as _join
 from slicectl.sim.validation.listtype import list_type_errors
 from slicectl.sim.validation.listtype import sub_schema as _sub_schema
+from slicectl.sim.validation.prune import Compiler, prune
 from slicectl.sim.validation.strfmt import format_ok
 
 # Error types after which kube-apiserver does not run the CEL rules (``hasBlockingErr``).
@@ -124,6 +125,21 @@ def _any_rules(node: Any) -> bool:
     children = [*(node.get("properties") or {}).values(), node.get("additionalProperties"),
                 node.get("items")]
     return any(_any_rules(child) for child in children)
+
+
+def default_errors(value: Any, schema: dict[str, Any], field: str) -> list[e.Cause]:
+    """``ValidateDefaults`` for one ``default`` (``field`` ends in ``.default``): the value
+    against the schema node that carries it (kube-openapi, rooted there), then no field that
+    pruning would drop, then that node's CEL rules with ``oldSelf`` being the value too."""
+    causes = _openapi_of(value, schema, field)
+    if causes:
+        return causes
+    if prune(copy.deepcopy(value), _DEFAULTS_COMPILER.node(schema), remove=False):
+        return [e.invalid(field, value, "must not have unknown fields")]
+    return _rules_tree(value, schema, field, value, True)
+
+
+_DEFAULTS_COMPILER = Compiler()
 
 
 def _openapi_of(value: Any, schema: dict[str, Any], field: str) -> list[e.Cause]:
