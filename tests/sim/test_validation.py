@@ -471,3 +471,25 @@ def test_no_rules_not_checked_cause_without_rules() -> None:
     assert fields(validate(rt, obj, None)) == [("spec.a", "FieldValueRequired")]
     assert fields(validate(CR, cr({"selector": {}, "ports": [{}]}), None))[-1] == (
         "<nil>", "FieldValueInvalid")  # SCHEMA has rules
+
+
+def test_a_failed_rules_message_as_the_real_server_words_it() -> None:
+    """messageExpression wins when it gives text; the message is trimmed; without either,
+    ``failed rule:`` and the trimmed rule."""
+    def failed(rule: dict[str, Any]) -> str:
+        schema: dict[str, Any] = {"type": "object", "properties": {"spec": {
+            "type": "object", "properties": {"n": {"type": "integer"}},
+            "x-kubernetes-validations": [rule]}}}
+        rt = ResourceType("slicectl.io", "v1alpha1", "things", "Thing", True, schema=schema)
+        obj = {"apiVersion": "slicectl.io/v1alpha1", "kind": "Thing",
+               "metadata": {"name": "t", "namespace": "a"}, "spec": {"n": 12}}
+        [cause] = validate(rt, obj, None)
+        return cause["message"]
+
+    assert failed({"rule": "self.n < 10", "message": "m",
+                   "messageExpression": "'n is ' + string(self.n)"}) == (
+        'Invalid value: "object": n is 12')
+    assert failed({"rule": "self.n < 10", "message": "  padded  ",
+                   "messageExpression": "'  '"}) == 'Invalid value: "object": padded'
+    assert failed({"rule": " self.n < 10 "}) == (
+        'Invalid value: "object": failed rule: self.n < 10')

@@ -351,6 +351,24 @@ def _correlatable_items(schema: dict[str, Any], old: Any) -> dict[Any, Any]:
     return {key: item for key, item in pairs if key is not None}
 
 
+def _rule_message(rule: dict[str, Any], env: dict[str, Any], text: str) -> str:
+    """A failed rule's message: its ``messageExpression`` when that gives a string with some
+    text and no line break; else ``ruleMessageOrDefault`` (the message, or ``failed rule:``
+    and the rule, trimmed)."""
+    expression = rule.get("messageExpression")
+    if isinstance(expression, str) and expression.strip():
+        try:
+            said = cel.evaluate(expression, env)
+        except (cel.Unsupported, cel.CelError):
+            said = None
+        if isinstance(said, str) and said.strip() and "\n" not in said and "\r" not in said:
+            return said
+    message = rule.get("message")
+    if isinstance(message, str) and message.strip():
+        return message.strip()
+    return f"failed rule: {text.strip()}"
+
+
 def _rules(
     value: Any, schema: dict[str, Any], path: str, old: Any, has_old: bool
 ) -> list[e.Cause]:
@@ -365,13 +383,14 @@ def _rules(
         env = {"self": value, **({"oldSelf": old} if transition else {})}
         try:
             ok = cel.evaluate(text, env)
-            detail = rule.get("message") or f"failed rule: {text}"
+            detail = ""
         except cel.Unsupported:
             continue
         except cel.CelError as exc:
             ok, detail = False, f"{text}: {exc}"
         if ok is True:
             continue
+        detail = detail or _rule_message(rule, env, text)
         field = path
         if isinstance(rule.get("fieldPath"), str):
             field = path + rule["fieldPath"] if path else rule["fieldPath"].lstrip(".")
