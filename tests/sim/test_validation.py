@@ -211,9 +211,10 @@ def test_ports() -> None:
 
 
 def test_endpointslice_defaults_port_protocol() -> None:
-    obj = slice_(ports=[{"port": 80}])
+    obj = slice_(ports=[{"port": 80}, {"port": 81, "protocol": None, "name": None}])
     apply_defaults(ES, obj)
-    assert obj["ports"] == [{"port": 80, "protocol": "TCP", "name": ""}]
+    assert obj["ports"] == [{"port": 80, "protocol": "TCP", "name": ""},
+                            {"port": 81, "protocol": "TCP", "name": ""}]
 
 
 def event_(**overrides: Any) -> dict[str, Any]:

@@ -187,8 +187,10 @@ def convert_pod_ips(obj: dict[str, Any]) -> None:
 
 
 def default_endpointslice(obj: dict[str, Any]) -> None:
-    """``SetDefaults_EndpointPort``: protocol TCP, name "" when unset."""
+    """``SetDefaults_EndpointPort``: protocol TCP, name "" when unset (a JSON null decodes to
+    unset)."""
     for port in obj.get("ports") or []:
         if isinstance(port, dict):
-            port.setdefault("protocol", "TCP")
-            port.setdefault("name", "")
+            for key, default in (("protocol", "TCP"), ("name", "")):
+                if port.get(key) is None:
+                    port[key] = default
