@@ -97,7 +97,7 @@ def validate_value(
     else:
         causes = _openapi(value, schema, path)
     causes.extend(list_type_errors(value, schema, path))
-    if not _has_rules(schema):  # cel.NewValidator is nil: nothing to run or to skip
+    if not _any_rules(schema):  # cel.NewValidator is nil: nothing to run or to skip
         return causes
     if any(c["reason"] in BLOCKING for c in (*prior, *causes)):
         causes.append(e.invalid("<nil>", None, RULES_NOT_CHECKED))
@@ -106,18 +106,8 @@ def validate_value(
     return causes
 
 
-_HAS_RULES: dict[int, tuple[dict[str, Any], bool]] = {}  # by identity, the schema kept alive
-
-
-def _has_rules(schema: dict[str, Any]) -> bool:
-    """Whether any node of ``schema`` carries ``x-kubernetes-validations`` (computed once)."""
-    known = _HAS_RULES.get(id(schema))
-    if known is None or known[0] is not schema:
-        known = _HAS_RULES[id(schema)] = (schema, _any_rules(schema))
-    return known[1]
-
-
 def _any_rules(node: Any) -> bool:
+    """Whether any node of the schema ``node`` carries ``x-kubernetes-validations``."""
     if not isinstance(node, dict):
         return False
     if node.get("x-kubernetes-validations"):
@@ -134,12 +124,9 @@ def default_errors(value: Any, schema: dict[str, Any], field: str) -> list[e.Cau
     causes = _openapi_of(value, schema, field)
     if causes:
         return causes
-    if prune(copy.deepcopy(value), _DEFAULTS_COMPILER.node(schema), remove=False):
+    if prune(copy.deepcopy(value), Compiler().node(schema), remove=False):
         return [e.invalid(field, value, "must not have unknown fields")]
     return _rules_tree(value, schema, field, value, True)
-
-
-_DEFAULTS_COMPILER = Compiler()
 
 
 def _openapi_of(value: Any, schema: dict[str, Any], field: str) -> list[e.Cause]:
