@@ -19,6 +19,7 @@ from typing import Any
 
 from slicectl.sim.validation import errors as e
 from slicectl.sim.validation.cel_budget import budget_causes
+from slicectl.sim.validation.listtype import schema_nodes
 from slicectl.sim.validation.meta import validate_object_meta
 from slicectl.sim.validation.names import dns1123_label_errors, dns1123_subdomain_errors
 from slicectl.sim.validation.schema import default_errors
@@ -127,24 +128,17 @@ def _versions(versions: Any) -> list[e.Cause]:
 
 def _structural(schema: dict[str, Any], path: str) -> list[e.Cause]:
     causes: list[e.Cause] = []
-    untyped_ok = schema.get("x-kubernetes-int-or-string") or schema.get(
-        "x-kubernetes-preserve-unknown-fields")
-    if not schema.get("type") and not untyped_ok:
-        causes.append(e.required(f"{path}.type", "must not be empty for specified object "
-                                 "fields"))
-    if schema.get("x-kubernetes-int-or-string") and schema.get("type"):
-        causes.append(e.forbidden(f"{path}.type", "must be empty if "
-                                  "x-kubernetes-int-or-string is true"))
-    causes.extend(_list_map(schema, path))
-    causes.extend(_rule_fields(schema, path))
-    for key, sub in (schema.get("properties") or {}).items():
-        if isinstance(sub, dict):
-            causes.extend(_structural(sub, f"{path}.properties[{key}]"))
-    if isinstance(schema.get("items"), dict):
-        causes.extend(_structural(schema["items"], f"{path}.items"))
-    if isinstance(schema.get("additionalProperties"), dict):
-        causes.extend(_structural(schema["additionalProperties"],
-                                  f"{path}.additionalProperties"))
+    for where, node in schema_nodes(schema, path):
+        untyped_ok = node.get("x-kubernetes-int-or-string") or node.get(
+            "x-kubernetes-preserve-unknown-fields")
+        if not node.get("type") and not untyped_ok:
+            causes.append(e.required(f"{where}.type", "must not be empty for specified object "
+                                     "fields"))
+        if node.get("x-kubernetes-int-or-string") and node.get("type"):
+            causes.append(e.forbidden(f"{where}.type", "must be empty if "
+                                      "x-kubernetes-int-or-string is true"))
+        causes.extend(_list_map(node, where))
+        causes.extend(_rule_fields(node, where))
     return causes
 
 
@@ -222,22 +216,10 @@ def _schemas(versions: list[Any]) -> list[tuple[str, dict[str, Any], dict[str, A
 
 def _defaults(spec: dict[str, Any]) -> list[e.Cause]:
     """Every ``default`` outside ``metadata`` must validate against its own node's schema."""
-    causes: list[e.Cause] = []
-
-    def walk(node: dict[str, Any], path: str) -> None:
-        if "default" in node:
-            causes.extend(default_errors(node["default"], node, f"{path}.default"))
-        for key, sub in (node.get("properties") or {}).items():
-            if isinstance(sub, dict) and not (path.endswith("openAPIV3Schema")
-                                              and key == "metadata"):
-                walk(sub, f"{path}.properties[{key}]")
-        for key in ("items", "additionalProperties"):
-            if isinstance(node.get(key), dict):
-                walk(node[key], f"{path}.{key}")
-
-    for path, _, schema in _schemas(spec.get("versions") or []):
-        walk(schema, path)
-    return causes
+    return [cause for root, _, schema in _schemas(spec.get("versions") or [])
+            for where, node in schema_nodes(schema, root)
+            if "default" in node and not where.startswith(f"{root}.properties[metadata]")
+            for cause in default_errors(node["default"], node, f"{where}.default")]
 
 
 def _budget(spec: dict[str, Any], old_spec: Any) -> list[e.Cause]:

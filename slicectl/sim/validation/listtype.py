@@ -9,6 +9,7 @@ list-map key prints as Go's ``%#v`` of a ``map[string]interface {}``.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 from slicectl.sim.validation import errors as e
@@ -25,6 +26,18 @@ def sub_schema(schema: dict[str, Any], key: str) -> dict[str, Any] | None:
     props = schema.get("properties") or {}
     sub = props[key] if key in props else schema.get("additionalProperties")
     return sub if isinstance(sub, dict) else None
+
+
+def schema_nodes(schema: dict[str, Any], path: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every node of a structural schema with its CRD field path, a node before its children
+    (``properties[name]`` in order, then ``items``, then ``additionalProperties``)."""
+    yield path, schema
+    children = [(f"{path}.properties[{key}]", sub)
+                for key, sub in (schema.get("properties") or {}).items()]
+    children += [(f"{path}.{key}", schema.get(key)) for key in ("items", "additionalProperties")]
+    for child_path, child in children:
+        if isinstance(child, dict):
+            yield from schema_nodes(child, child_path)
 
 
 def _duplicate(field: str, shown: str) -> e.Cause:

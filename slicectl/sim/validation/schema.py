@@ -39,7 +39,7 @@ from slicectl.sim.validation.goregex import go_regex
 from slicectl.sim.validation.govalues import go_cause as _cause
 from slicectl.sim.validation.govalues import go_float, go_value, json_type
 from slicectl.sim.validation.listtype import join_path as _join
-from slicectl.sim.validation.listtype import list_type_errors
+from slicectl.sim.validation.listtype import list_type_errors, schema_nodes
 from slicectl.sim.validation.listtype import sub_schema as _sub_schema
 from slicectl.sim.validation.prune import Compiler, prune
 from slicectl.sim.validation.strfmt import format_ok
@@ -106,15 +106,9 @@ def validate_value(
     return causes
 
 
-def _any_rules(node: Any) -> bool:
-    """Whether any node of the schema ``node`` carries ``x-kubernetes-validations``."""
-    if not isinstance(node, dict):
-        return False
-    if node.get("x-kubernetes-validations"):
-        return True
-    children = [*(node.get("properties") or {}).values(), node.get("additionalProperties"),
-                node.get("items")]
-    return any(_any_rules(child) for child in children)
+def _any_rules(schema: dict[str, Any]) -> bool:
+    """Whether any node of ``schema`` carries ``x-kubernetes-validations``."""
+    return any(node.get("x-kubernetes-validations") for _, node in schema_nodes(schema, ""))
 
 
 def default_errors(value: Any, schema: dict[str, Any], field: str) -> list[e.Cause]:
