@@ -54,14 +54,8 @@ def _check(value: Any, node: Node, path: str, micro: Any, quantity: Any) -> str 
         ok = isinstance(value, str | int) and not isinstance(value, bool)
         return None if ok else _mismatch(value, path, "intstr.IntOrString")
     if kind == "string":
-        if not isinstance(value, str):
-            return _mismatch(value, path, "string")
-        if schema is micro or fmt == "date-time":
-            try:
-                (stored_micro_time if schema is micro else stored_time)(value)
-            except TimeError as exc:
-                return str(exc)
-        return None
+        # a timestamp is parsed, once, where its container stores it back (_stored)
+        return None if isinstance(value, str) else _mismatch(value, path, "string")
     if kind == "integer":
         ok = isinstance(value, int) and not isinstance(value, bool)
         if ok and fmt == "int32":
@@ -83,7 +77,10 @@ def _check(value: Any, node: Node, path: str, micro: Any, quantity: Any) -> str 
             if error:
                 return error
             if items is not None and isinstance(item, str):
-                value[i] = _stored(item, items.schema, micro)
+                try:
+                    value[i] = _stored(item, items.schema, micro)
+                except TimeError as exc:
+                    return str(exc)
         return None
     if kind == "object" or "properties" in schema or "additionalProperties" in schema:
         if not isinstance(value, dict):
@@ -95,12 +92,16 @@ def _check(value: Any, node: Node, path: str, micro: Any, quantity: Any) -> str 
             if error:
                 return error
             if child is not None and isinstance(sub, str):
-                value[key] = _stored(sub, child.schema, micro)
+                try:
+                    value[key] = _stored(sub, child.schema, micro)
+                except TimeError as exc:
+                    return str(exc)
     return None
 
 
 def _stored(text: str, schema: Any, micro: Any) -> str | None:
-    """A decoded string as the server re-encodes it: timestamps in UTC (see gotime)."""
+    """A decoded string as the server re-encodes it: timestamps parsed (a TimeError when Go's
+    parser refuses one) and in UTC (see gotime)."""
     if schema is micro:
         return stored_micro_time(text)
     if schema.get("format") == "date-time":
