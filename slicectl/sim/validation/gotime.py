@@ -52,6 +52,22 @@ def _parse(value: str, layout: str) -> dt.datetime | None:
     return stamp
 
 
+def go_string(value: str) -> str | None:
+    """``time.Time.String()`` in UTC (the server's zone) of a ``Time`` written as ``value``,
+    e.g. ``2020-01-01 00:00:00.5 +0000 UTC``, as a field error prints it; None if Go would not
+    parse it."""
+    try:
+        stamp = _parse(value, "2006-01-02T15:04:05Z07:00")
+    except TimeError:
+        return None
+    found = RFC3339.fullmatch(value)
+    if stamp is None or found is None:
+        return None
+    fraction = (found[3] or "")[:9].rstrip("0")
+    return (_utc(stamp, micro=False)[:-1].replace("T", " ")
+            + (f".{fraction}" if fraction else "") + " +0000 UTC")
+
+
 def _utc(stamp: dt.datetime, micro: bool) -> str:
     text = (f"{stamp.year:04d}-{stamp.month:02d}-{stamp.day:02d}T"
             f"{stamp.hour:02d}:{stamp.minute:02d}:{stamp.second:02d}")

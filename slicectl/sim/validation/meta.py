@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from slicectl.sim.validation import errors as e
-from slicectl.sim.validation.gotime import RFC3339
+from slicectl.sim.validation.gotime import go_string
 from slicectl.sim.validation.names import (
     dns1123_label_errors,
     go_len,
@@ -198,20 +197,8 @@ def validate_object_meta_update(meta: Any, old_meta: Any, path: str = "metadata"
 
 
 def _go_time(stamp: Any) -> str:
-    """A ``*metav1.Time`` as a field error prints it: ``time.Time.String()`` in UTC (the
-    server's zone), e.g. ``2020-01-01 00:00:00 +0000 UTC``; "null" when unset."""
+    """A ``*metav1.Time`` as a field error prints it (:func:`gotime.go_string`); "null" when
+    unset."""
     if stamp is None:
         return '"null"'
-    found = RFC3339.fullmatch(str(stamp))
-    if found is None:
-        return str(stamp)
-    day, clock, fraction, sign, hours, minutes = found.groups()
-    try:
-        when = datetime.strptime(f"{day} {clock}", "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC)
-    except ValueError:  # no such day or time
-        return str(stamp)
-    if sign:
-        offset = timedelta(hours=int(hours), minutes=int(minutes))
-        when = when - offset if sign == "+" else when + offset
-    fraction = (fraction or "")[:9].rstrip("0")
-    return when.strftime("%Y-%m-%d %H:%M:%S") + (f".{fraction}" if fraction else "") + " +0000 UTC"
+    return go_string(str(stamp)) or str(stamp)
