@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
+import orjson
 from aiohttp import web
 
 from slicectl.sim.types import ResourceType
@@ -154,12 +155,14 @@ def invalid(rt: ResourceType, name: str, causes: list[dict[str, Any]]) -> ApiErr
                     details)
 
 
-def patch_undecodable(patched: bytes, why: str) -> ApiError:
+def patch_undecodable(patched: Any, why: str | None = None) -> ApiError:
     """patch.go's refusal of a patched object it cannot decode: ``NewInvalid`` of an empty
-    GroupKind and name, one Invalid of the field ``patch`` whose value is the whole object."""
+    GroupKind and name, one Invalid of the field ``patch`` whose value is the whole object
+    (as Go encodes it, keys sorted); no ``why`` is Unstructured's missing kind."""
+    text = orjson.dumps(patched, option=orjson.OPT_SORT_KEYS).decode()
+    why = why or f"Object 'Kind' is missing in '{text}'"
     cause = {"reason": "FieldValueInvalid", "field": "patch",
-             "message": f"Invalid value: {go_quote(patched.decode())}: "
-                        f"{why}"}
+             "message": f"Invalid value: {go_quote(text)}: {why}"}
     return ApiError(422, "Invalid", f' "" is invalid: {_summary([cause])}', {"causes": [cause]})
 
 

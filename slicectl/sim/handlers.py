@@ -230,8 +230,7 @@ class Api:
         mode = options.field_validation(request.query)
         unknown = prune_unknown(rt, obj, mode == "Strict")
         if unknown and mode == "Strict" and patched:
-            raise errors.patch_undecodable(orjson.dumps(obj, option=orjson.OPT_SORT_KEYS),
-                                           strict_decoding_detail(rt, unknown))
+            raise errors.patch_undecodable(obj, strict_decoding_detail(rt, unknown))
         if unknown and mode == "Strict":
             raise errors.bad_request(strict_decoding_error(rt, unknown))
         if mode == "Warn":
@@ -340,12 +339,10 @@ class Api:
             raise errors.ApiError(exc.code, exc.reason, exc.message) from exc
         kind = patched.get("kind")
         if rt.is_custom and not (kind and isinstance(kind, str)):  # decoded as Unstructured
-            js = orjson.dumps(patched, option=orjson.OPT_SORT_KEYS)
-            raise errors.patch_undecodable(js, f"Object 'Kind' is missing in '{js.decode()}'")
+            raise errors.patch_undecodable(patched)
         undecodable = decode_error(rt, patched)
         if undecodable:
-            raise errors.patch_undecodable(orjson.dumps(patched, option=orjson.OPT_SORT_KEYS),
-                                           undecodable)
+            raise errors.patch_undecodable(patched, undecodable)
         self._check_kind(rt, patched)
         self._unknown_fields(request, rt, patched, patched=True)
         meta = patched.get("metadata")
