@@ -24,7 +24,7 @@ from typing import Any
 import orjson
 from multidict import MultiMapping
 
-from slicectl.sim import errors, protobuf
+from slicectl.sim import errors, gojson, protobuf
 from slicectl.sim.validation.errors import (
     Cause,
     forbidden,
@@ -95,7 +95,7 @@ def delete_options(raw: bytes, media: str, query: MultiMapping[str]) -> dict[str
     options: dict[str, Any] = {}
     if raw.strip():
         try:
-            options = protobuf.decode(raw) if protobuf.is_protobuf(media) else orjson.loads(raw)
+            options = protobuf.decode(raw) if protobuf.is_protobuf(media) else gojson.loads(raw)
         except (orjson.JSONDecodeError, protobuf.ProtobufError) as exc:
             raise errors.bad_request(f"invalid DeleteOptions: {exc}") from exc
         if not isinstance(options, dict):
