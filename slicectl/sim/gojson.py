@@ -5,29 +5,44 @@ invalid UTF-8 in a string and a lone UTF-16 surrogate escape (``"\\ud800"``) as 
 of refusing them, and refuses what is no JSON (``NaN``, ``Infinity``). orjson refuses the first
 two; Python's json accepts all of them and keeps a lone surrogate, which no later step can
 encode. :func:`loads` gives Go's answer for each.
+
+An object that names a key twice is valid JSON to every decoder, but not one value to all of
+them: orjson keeps the last, Go's typed decoder decodes the second into what the first built,
+and the strict decoder reports it. :func:`repeated` finds such a body and gives it as a tree
+that keeps every member (:class:`Pairs`), for :mod:`slicectl.sim.validation.duplicates`.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import orjson
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+class Pairs(list[tuple[str, Any]]):
+    """One JSON object's members in document order, a repeated key kept each time."""
 
 
 def _refuse(constant: str) -> Any:
     raise ValueError(f"invalid character {constant[0]!r} looking for beginning of value")
 
 
+def _fix(text: str) -> str:
+    return _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text
+
+
 def _replace_surrogates(value: Any) -> Any:
     if isinstance(value, str):
-        if any(0xD800 <= ord(c) <= 0xDFFF for c in value):
-            return "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in value)
-        return value
+        return _fix(value)
     if isinstance(value, list):
         return [_replace_surrogates(v) for v in value]
     if isinstance(value, dict):
-        return {_replace_surrogates(k): _replace_surrogates(v) for k, v in value.items()}
+        return {_fix(k): _replace_surrogates(v) for k, v in value.items()}
     return value
 
 
@@ -41,3 +56,59 @@ def loads(raw: bytes) -> Any:
         except ValueError:
             raise first from None
         return _replace_surrogates(value)
+
+
+class _Repeated(Exception):
+    pass
+
+
+def _distinct(items: list[tuple[str, Any]]) -> dict[str, Any]:
+    members = dict(items)
+    if len(members) != len(items):
+        raise _Repeated
+    return members
+
+
+def repeated(raw: bytes) -> Any | None:
+    """``raw`` as a tree whose objects are :class:`Pairs` when one of its objects names a key
+    twice (as Go compares keys: after unescaping, a lone surrogate read as U+FFFD); None when
+    none does, or when ``raw`` is no JSON (:func:`loads` says why)."""
+    text = raw.decode("utf-8", "replace")
+    lone = _ESCAPED_SURROGATE.search(text) is not None
+    try:
+        json.loads(text, parse_constant=_refuse, object_pairs_hook=_distinct)
+        if not lone:
+            return None
+        tree = json.loads(text, parse_constant=_refuse, object_pairs_hook=Pairs)
+    except _Repeated:
+        tree = json.loads(text, parse_constant=_refuse, object_pairs_hook=Pairs)
+    except ValueError:
+        return None
+    tree = _fix_tree(tree) if lone else tree
+    return tree if _has_repeats(tree) else None
+
+
+def _has_repeats(tree: Any) -> bool:
+    if isinstance(tree, Pairs):
+        return len({k for k, _ in tree}) != len(tree) or any(_has_repeats(v) for _, v in tree)
+    if isinstance(tree, list):
+        return any(_has_repeats(v) for v in tree)
+    return False
+
+
+def _fix_tree(value: Any) -> Any:
+    if isinstance(value, Pairs):
+        return Pairs((_fix(k), _fix_tree(v)) for k, v in value)
+    if isinstance(value, list):
+        return [_fix_tree(v) for v in value]
+    return _fix(value) if isinstance(value, str) else value
+
+
+def plain(tree: Any) -> Any:
+    """A :func:`repeated` tree as orjson decodes it: each object's last value of a key, at the
+    place of its first."""
+    if isinstance(tree, Pairs):
+        return {k: plain(v) for k, v in tree}
+    if isinstance(tree, list):
+        return [plain(v) for v in tree]
+    return tree

@@ -17,7 +17,7 @@ etcd3's GuaranteedUpdate skips identical writes. CRD writes also (re)install the
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import orjson
@@ -46,7 +46,13 @@ from slicectl.sim.objects import (
     prepare_update,
     sets_resource_version,
 )
-from slicectl.sim.patch import APPLY_PATCH, PatchError, apply_patch
+from slicectl.sim.patch import (
+    APPLY_PATCH,
+    PatchError,
+    apply_patch,
+    document_errors,
+    patch_via,
+)
 from slicectl.sim.protobuf import ProtobufError, is_protobuf
 from slicectl.sim.registry import Registry, crd_status
 from slicectl.sim.resources import (
@@ -61,11 +67,12 @@ from slicectl.sim.types import ResourceType
 from slicectl.sim.validation import (
     apply_defaults,
     decode_error,
+    decode_repeated,
     prune_unknown,
     stored_form,
     strict_decoding_detail,
     strict_decoding_error,
-    unknown_field_warnings,
+    strict_errors,
     validate,
 )
 
@@ -193,6 +200,10 @@ class Api:
         except (orjson.JSONDecodeError, yaml.YAMLError) as exc:
             raise errors.bad_request(
                 f"couldn't get version/kind; json parse error: {exc}") from exc
+        met = None
+        tree = gojson.repeated(raw) if "json" in media and not is_protobuf(media) else None
+        if tree is not None and isinstance(body, dict):
+            body, met = decode_repeated(rt, tree)
         if not isinstance(body, dict):
             raise errors.bad_request("couldn't get version/kind; json parse error: "
                                      "expected an object")
@@ -207,7 +218,7 @@ class Api:
             raise errors.bad_request(
                 f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
                 f"{undecodable}")
-        self._unknown_fields(request, rt, body)
+        self._unknown_fields(request, rt, body, met=met)
         return body
 
     def _check_kind(self, rt: ResourceType, body: Obj) -> None:
@@ -222,19 +233,20 @@ class Api:
                 f"the kind in the data ({kind}) does not match the expected kind ({rt.kind})")
 
     def _unknown_fields(self, request: web.Request, rt: ResourceType, obj: Obj,
-                        patched: bool = False) -> None:
-        """As the decoder does: Strict refuses unknown fields (a body with a 400, a patched
-        object with patch.go's 422), Warn reports them in a Warning (sent with any answer, an
-        error too); they are pruned unless Strict. It sees the whole object, before a status
+                        via: str = "body", met: Sequence[str] | None = None) -> None:
+        """As the decoder does: Strict refuses unknown fields and those the request document
+        repeats (``met``: see :func:`strict_errors`), a body with a 400, a patched object with
+        patch.go's 422; Warn reports each in a Warning (sent with any answer, an error too);
+        unknown fields are pruned unless Strict. It sees the whole object, before a status
         write throws its other parts away."""
         mode = options.field_validation(request.query)
-        unknown = prune_unknown(rt, obj, mode == "Strict")
-        if unknown and mode == "Strict" and patched:
-            raise errors.patch_undecodable(obj, strict_decoding_detail(rt, unknown))
-        if unknown and mode == "Strict":
-            raise errors.bad_request(strict_decoding_error(rt, unknown))
+        found = strict_errors(rt, prune_unknown(rt, obj, mode == "Strict"), met, via)
+        if found and mode == "Strict" and via != "body":
+            raise errors.patch_undecodable(obj, strict_decoding_detail(found))
+        if found and mode == "Strict":
+            raise errors.bad_request(strict_decoding_error(rt, found))
         if mode == "Warn":
-            for text in unknown_field_warnings(rt, unknown):
+            for text in found:
                 errors.add_warning(request, text)
 
     def _admit(self, request: web.Request, rt: ResourceType, obj: Obj, old: Obj | None,
@@ -334,7 +346,8 @@ class Api:
                                apply=request.content_type == APPLY_PATCH)
         old = self._existing(rt, namespace, name)
         try:
-            patched = apply_patch(old, raw, request.headers.get("Content-Type", ""), rt)
+            patched = apply_patch(old, raw, request.headers.get("Content-Type", ""), rt,
+                                  options.field_validation(request.query) != "Ignore")
         except PatchError as exc:
             raise errors.ApiError(exc.code, exc.reason, exc.message) from exc
         kind = patched.get("kind")
@@ -344,7 +357,10 @@ class Api:
         if undecodable:
             raise errors.patch_undecodable(patched, undecodable)
         self._check_kind(rt, patched)
-        self._unknown_fields(request, rt, patched, patched=True)
+        media = request.headers.get("Content-Type", "")
+        met = (document_errors(raw, media)
+               if options.field_validation(request.query) != "Ignore" else [])
+        self._unknown_fields(request, rt, patched, patch_via(media), met)
         meta = patched.get("metadata")
         if not isinstance(meta, dict):
             raise errors.bad_request("metadata must be an object")

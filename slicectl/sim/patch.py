@@ -13,6 +13,9 @@ the object they would get from a real server, and refuse what a real server refu
 Strategic merge patches read ``x-kubernetes-patch-strategy`` / ``x-kubernetes-patch-merge-key``
 from the built-in schemas and honour ``$patch: replace|delete|merge``, ``$retainKeys``,
 ``$deleteFromPrimitiveList/<field>`` and ``$setElementOrder/<field>``.
+:func:`document_errors` are the strict decoder's findings in the patch document itself (a key
+named twice; a JSON patch operation's unknown member), which patch.go reports, under
+fieldValidation Strict or Warn, before those of the patched object.
 ``application/apply-patch+yaml`` (server-side apply) is approximated: the YAML is applied as a
 strategic merge patch (built-ins) or merge patch (custom resources), without field ownership.
 """
@@ -28,6 +31,7 @@ from slicectl.sim import gojson
 from slicectl.sim.objects import deep_copy
 from slicectl.sim.types import ResourceType
 from slicectl.sim.validation.builtin import builtin_schemas, resolve
+from slicectl.sim.validation.duplicates import patch_operations, untyped
 
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
@@ -46,9 +50,12 @@ class PatchError(Exception):
 
 
 def apply_patch(
-    original: dict[str, Any], patch_body: bytes, content_type: str, rt: ResourceType
+    original: dict[str, Any], patch_body: bytes, content_type: str, rt: ResourceType,
+    strict_decode: bool = True,
 ) -> dict[str, Any]:
-    """Return ``original`` with the patch applied; ``original`` is never mutated."""
+    """Return ``original`` with the patch applied; ``original`` is never mutated.
+    ``strict_decode``: fieldValidation is Strict or Warn, under which patch.go first reads a
+    JSON or merge patch into Go types with the strict decoder, whose errors it then answers."""
     media = content_type.split(";")[0].strip().lower()
     accepted = [JSON_PATCH, MERGE_PATCH] + ([] if rt.is_custom else [STRATEGIC_MERGE_PATCH])
     if media not in (*accepted, APPLY_PATCH):
@@ -58,26 +65,87 @@ def apply_patch(
             "the body of the request was in an unknown format - accepted media types include: "
             + ", ".join([*accepted, APPLY_PATCH]),
         )
-    if media == APPLY_PATCH:
+    applied = media == APPLY_PATCH
+    if applied:
         patch = _decode_yaml(patch_body)
         media = MERGE_PATCH if rt.is_custom else STRATEGIC_MERGE_PATCH
     else:
         patch = _decode_json(patch_body)
     if media == JSON_PATCH:
+        if strict_decode:
+            _check_operations(patch)
         result: Any = _json_patch(deep_copy(original), patch)
     elif media == MERGE_PATCH:
         if not isinstance(patch, dict):
+            if strict_decode and not applied and patch is not None:
+                raise PatchError(400, "BadRequest",
+                                 "error decoding patch: " + _cannot_unmarshal(patch, _GO_MAP))
             raise PatchError(400, "BadRequest", "Invalid JSON Patch")
         result = merge_patch(original, patch)
     else:
+        if patch is None and not applied:
+            patch = {}  # null decodes to a nil map: nothing to merge
         if not isinstance(patch, dict):
-            raise PatchError(400, "BadRequest", "strategic merge patch must be a JSON object")
+            raise PatchError(400, "BadRequest", "strategic merge patch must be a JSON object"
+                             if applied else _cannot_unmarshal(patch, _GO_MAP))
         schema = builtin_schemas().get(rt.definition or "")
         result = strategic_merge(original, patch, schema)
     if not isinstance(result, dict):
         raise PatchError(422, "Invalid", "the server rejected our request due to an error in "
                          "our request")
     return result
+
+
+_GO_MAP = "map[string]interface {}"
+_GO_OP = "handlers.jsonPatchOp"
+
+
+def _cannot_unmarshal(value: Any, into: str, field: str = "") -> str:
+    """encoding/json's UnmarshalTypeError text for ``value`` read into the Go type ``into``."""
+    kind = ("object" if isinstance(value, dict) else "array" if isinstance(value, list)
+            else "string" if isinstance(value, str) else "bool" if isinstance(value, bool)
+            else "number")
+    where = f"Go struct field {field}" if field else "Go value"
+    return f"json: cannot unmarshal {kind} into {where} of type {into}"
+
+
+def _check_operations(ops: Any) -> None:
+    """patch.go's strict read of a JSON patch into ``[]jsonPatchOp``: the first value of a
+    wrong type is a 400 (``null`` is the zero value, never wrong)."""
+    def refuse(value: Any, into: str, field: str = "") -> None:
+        raise PatchError(400, "BadRequest",
+                         "error decoding patch: " + _cannot_unmarshal(value, into, field))
+
+    if ops is None:
+        return
+    if not isinstance(ops, list):
+        refuse(ops, "[]" + _GO_OP)
+    for op in ops:
+        if op is not None and not isinstance(op, dict):
+            refuse(op, _GO_OP)
+        for key, value in (op or {}).items():
+            if key in ("op", "path", "from") and value is not None and not isinstance(value, str):
+                refuse(value, "string", f"jsonPatchOp.{key}")
+
+
+def document_errors(patch_body: bytes, content_type: str) -> list[str]:
+    """The strict errors patch.go's ``kjson.UnmarshalStrict`` finds in a JSON patch document
+    that :func:`apply_patch` took: a JSON patch is read into ``[]jsonPatchOp``, a merge or
+    strategic merge patch into a map. (An apply patch's YAML is not checked here.)"""
+    media = content_type.split(";")[0].strip().lower()
+    if media == APPLY_PATCH:
+        return []
+    tree = gojson.repeated(patch_body)
+    if media == JSON_PATCH:
+        return patch_operations(tree if tree is not None else gojson.loads(patch_body))
+    return [] if tree is None else untyped(tree)
+
+
+def patch_via(content_type: str) -> str:
+    """How patch.go turns the patched document into the object (see ``strict_errors``): a
+    strategic merge patch (an apply patch here too) converts a map, the others decode JSON."""
+    media = content_type.split(";")[0].strip().lower()
+    return "strategic" if media in (STRATEGIC_MERGE_PATCH, APPLY_PATCH) else "patch"
 
 
 def _decode_json(body: bytes) -> Any:

@@ -12,22 +12,27 @@ never needs to know which kind has which rule:
 - :func:`prune_unknown` finds fields the schema does not declare (paths like ``spec.foo`` or
   ``spec.ports[0].bar``). With ``strict=False`` they are removed, as a real server's decoder
   drops them; with ``strict=True`` the object is left alone and the caller rejects the request
-  (fieldValidation=Strict: :func:`strict_decoding_error`; Warn: :func:`unknown_field_warnings`);
+  (:func:`strict_errors` words them; fieldValidation=Strict refuses the write with
+  :func:`strict_decoding_error`, Warn sends each as a warning);
+- :func:`decode_repeated` decodes a body that names a key twice as a real server does;
 - :func:`stored_form` makes an admitted custom resource what storage gives back (integral
   floats become integers, as Go's JSON round trip makes them).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from slicectl.sim.gojson import plain
 from slicectl.sim.types import ResourceType
 from slicectl.sim.validation import kinds
 from slicectl.sim.validation.builtin import builtin_schemas
 from slicectl.sim.validation.crd import validate_crd
 from slicectl.sim.validation.decode import decode_error as _decode_error
+from slicectl.sim.validation.duplicates import MAX_ERRORS, typed, untyped
 from slicectl.sim.validation.endpointslice import validate_endpointslice
-from slicectl.sim.validation.errors import Cause
+from slicectl.sim.validation.errors import Cause, go_quote
 from slicectl.sim.validation.govalues import stored_numbers
 from slicectl.sim.validation.meta import validate_object_meta, validate_object_meta_update
 from slicectl.sim.validation.names import dns1123_label_errors, dns1123_subdomain_errors
@@ -35,8 +40,8 @@ from slicectl.sim.validation.pod_update import validate_pod_update
 from slicectl.sim.validation.prune import Compiler, Node, prune
 from slicectl.sim.validation.schema import apply_schema_defaults, validate_value
 
-__all__ = ["Cause", "apply_defaults", "decode_error", "prune_unknown", "stored_form",
-           "strict_decoding_detail", "strict_decoding_error", "unknown_field_warnings",
+__all__ = ["Cause", "apply_defaults", "decode_error", "decode_repeated", "prune_unknown",
+           "stored_form", "strict_decoding_detail", "strict_decoding_error", "strict_errors",
            "validate"]
 
 _OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
@@ -83,27 +88,46 @@ def _validate_kind(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | 
     return causes
 
 
-def strict_decoding_error(rt: ResourceType, unknown: list[str]) -> str:
-    """The 400 message of a fieldValidation=Strict write with unknown fields, as the decoder
-    words it; a custom resource's paths are sorted (the structural pruner sorts them), a
-    built-in's are in document order (the strict JSON decoder meets them in that order)."""
+def decode_repeated(rt: ResourceType, tree: Any) -> tuple[Any, list[str]]:
+    """A body that names a key twice (a :func:`slicectl.sim.gojson.repeated` tree): the value a
+    real server decodes from it and the errors its strict decoder meets (a built-in's unknown
+    fields among them, in document order; :mod:`.duplicates`)."""
+    root = None if rt.is_custom else _prune_root(rt)
+    if root is None:
+        return plain(tree), untyped(tree)
+    return typed(tree, root)
+
+
+def strict_errors(rt: ResourceType, unknown: list[str], met: Sequence[str] | None = None,
+                  via: str = "body") -> list[str]:
+    """The strict decoding errors of a write, one text each (``unknown field "spec.foo"``).
+
+    ``unknown`` are :func:`prune_unknown`'s paths of the decoded object; ``met`` the errors the
+    decoder met in the request document itself: a body's repeated keys (:func:`decode_repeated`,
+    which for a built-in body already holds its unknown fields, in order) or a patch document's.
+    ``via`` is how the object came: ``body``; ``patch`` (JSON or merge patch: the patched JSON
+    is decoded); ``strategic`` (the patched map is converted). They word the unknown fields
+    differently: the JSON decoder quotes each path as Go's ``%q`` does, in document order, at
+    most 100; the unstructured converter (a strategic merge patch) and the custom-resource
+    pruner print it between plain quotes, sorted, all of them."""
+    if met is not None and not rt.is_custom and via == "body":
+        return list(met)
+    if rt.is_custom or via == "strategic":
+        texts = sorted(f'unknown field "{path}"' for path in unknown)
+    else:
+        texts = [f"unknown field {go_quote(path)}" for path in unknown[:MAX_ERRORS]]
+    return [*(met or ()), *texts]
+
+
+def strict_decoding_error(rt: ResourceType, texts: list[str]) -> str:
+    """The 400 of a fieldValidation=Strict body with :func:`strict_errors`."""
     return (f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
-            + strict_decoding_detail(rt, unknown))
+            + strict_decoding_detail(texts))
 
 
-def strict_decoding_detail(rt: ResourceType, unknown: list[str]) -> str:
+def strict_decoding_detail(texts: list[str]) -> str:
     """``NewStrictDecodingError``'s text (what a patch's 422 carries)."""
-    return "strict decoding error: " + ", ".join(
-        f'unknown field "{path}"' for path in _field_order(rt, unknown))
-
-
-def unknown_field_warnings(rt: ResourceType, unknown: list[str]) -> list[str]:
-    """The warnings of a fieldValidation=Warn write with unknown fields, one per field."""
-    return [f'unknown field "{p}"' for p in _field_order(rt, unknown)]
-
-
-def _field_order(rt: ResourceType, unknown: list[str]) -> list[str]:
-    return sorted(unknown) if rt.is_custom else unknown
+    return "strict decoding error: " + ", ".join(texts)
 
 
 def decode_error(rt: ResourceType, obj: dict[str, Any]) -> str | None:
