@@ -49,6 +49,7 @@ from slicectl.sim.objects import (
 from slicectl.sim.patch import (
     APPLY_PATCH,
     PatchError,
+    UndecodablePatch,
     apply_patch,
     document_errors,
     patch_via,
@@ -350,6 +351,8 @@ class Api:
                                   options.field_validation(request.query) != "Ignore")
         except PatchError as exc:
             raise errors.ApiError(exc.code, exc.reason, exc.message) from exc
+        except UndecodablePatch as exc:
+            raise errors.patch_undecodable(exc.value, exc.why) from exc
         kind = patched.get("kind")
         if rt.is_custom and not (kind and isinstance(kind, str)):  # decoded as Unstructured
             raise errors.patch_undecodable(patched)

@@ -49,6 +49,20 @@ class PatchError(Exception):
         self.message = message
 
 
+class UndecodablePatch(Exception):
+    """A patch whose result is no object: patch.go's 422 on the field ``patch`` with
+    ``value`` and ``why``."""
+
+    def __init__(self, value: Any, why: str) -> None:
+        super().__init__(why)
+        self.value = value
+        self.why = why
+
+
+_GO_TYPE_META = ('struct { APIVersion string "json:\\"apiVersion,omitempty\\""; '
+                 'Kind string "json:\\"kind,omitempty\\"" }')
+
+
 def apply_patch(
     original: dict[str, Any], patch_body: bytes, content_type: str, rt: ResourceType,
     strict_decode: bool = True,
@@ -80,6 +94,9 @@ def apply_patch(
             if strict_decode and not applied and patch is not None:
                 raise PatchError(400, "BadRequest",
                                  "error decoding patch: " + _cannot_unmarshal(patch, _GO_MAP))
+            if isinstance(patch, list) and not applied:  # evanphx takes an array as the result
+                raise UndecodablePatch(patch, "couldn't get version/kind; json parse error: "
+                                       + _cannot_unmarshal(patch, _GO_TYPE_META))
             raise PatchError(400, "BadRequest", "Invalid JSON Patch")
         result = merge_patch(original, patch)
     else:
