@@ -147,8 +147,11 @@ def _summary(causes: list[dict[str, Any]]) -> str:
 
 def invalid(rt: ResourceType, name: str, causes: list[dict[str, Any]]) -> ApiError:
     """422 listing ``causes`` (``{reason, message, field}``) as ``field: message`` items."""
-    group_kind = f"{rt.kind}.{rt.group}" if rt.group else rt.kind
+    group = rt.extra.get("invalid_group", rt.group)  # the internal type's, where it differs
+    group_kind = f"{rt.kind}.{group}" if group else rt.kind
     details = _details(rt, name, kind=rt.kind)
+    if not group:
+        details.pop("group", None)
     details["causes"] = causes
     quoted = go_quote(name)
     return ApiError(422, "Invalid", f"{group_kind} {quoted} is invalid: {_summary(causes)}",

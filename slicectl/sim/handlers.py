@@ -201,10 +201,10 @@ class Api:
         except (orjson.JSONDecodeError, yaml.YAMLError) as exc:
             raise errors.bad_request(
                 f"couldn't get version/kind; json parse error: {exc}") from exc
-        met = None
+        met = replaced = None
         tree = gojson.repeated(raw) if "json" in media and not is_protobuf(media) else None
         if tree is not None and isinstance(body, dict):
-            body, met = decode_repeated(rt, tree)
+            body, met, replaced = decode_repeated(rt, tree)
         if not isinstance(body, dict):
             raise errors.bad_request("couldn't get version/kind; json parse error: "
                                      "expected an object")
@@ -214,7 +214,7 @@ class Api:
                 f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
                 f"Object 'Kind' is missing in '{raw.decode(errors='replace')}'")
         self._check_kind(rt, body)
-        undecodable = decode_error(rt, body)  # decoding comes before every other check
+        undecodable = replaced or decode_error(rt, body)  # before every other check
         if undecodable:
             raise errors.bad_request(
                 f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '

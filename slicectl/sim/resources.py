@@ -49,8 +49,8 @@ BUILTINS: tuple[ResourceType, ...] = (
     _rt("", "events", "Event", True, "io.k8s.api.core.v1.Event", short_names=("ev",),
         extra={"create_on_update": True, "unconditional_update": True}),
     _rt("events.k8s.io", "events", "Event", True, "io.k8s.api.events.v1.Event",
-        short_names=("ev",),
-        extra={"create_on_update": True, "unconditional_update": True}),
+        short_names=("ev",),  # validated as the core Event it is stored as: 422s name that
+        extra={"create_on_update": True, "unconditional_update": True, "invalid_group": ""}),
     _rt("discovery.k8s.io", "endpointslices", "EndpointSlice", True,
         "io.k8s.api.discovery.v1.EndpointSlice",
         extra={"generation": "endpointslice", "unconditional_update": True}),

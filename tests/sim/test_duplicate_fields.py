@@ -42,7 +42,8 @@ LEASE = _lease_type()
 def _decode(raw: bytes) -> tuple[Any, list[str]]:
     tree = gojson.repeated(raw)
     assert tree is not None
-    obj, met = decode_repeated(LEASE, tree)
+    obj, met, replaced = decode_repeated(LEASE, tree)
+    assert replaced is None
     return obj, strict_errors(LEASE, prune_unknown(LEASE, obj, True), met)
 
 
@@ -250,3 +251,15 @@ async def test_a_strategic_merge_patchs_unknown_fields_are_sorted(ns: Raw) -> No
     assert code == 200, body
     assert _warnings(headers) == ['unknown field \\"aaa\\"', 'unknown field \\"metadata.a\\"b\\"',
                                   'unknown field \\"zzz\\"']
+
+
+async def test_a_replaced_value_of_the_wrong_type_still_refuses_the_body(ns: Raw) -> None:
+    """Go decodes every occurrence: the first, of the wrong type, is a decode error even
+    though the last would do (a real v1.32.6 server answered this body with a 400)."""
+    body = (b'{"metadata":{"name":"w","annotations":{"slicectl.io/x":0,"slicectl.io/x":"y"}},'
+            b'"spec":{"holderIdentity":"h"}}')
+    code, answer, _ = await ns.request("POST", LEASES, body)
+    assert (code, answer["reason"]) == (400, "BadRequest")
+    assert "cannot unmarshal number" in answer["message"]
+    code, answer, _ = await ns.request("POST", LEASES, body.replace(b":0,", b':"z",'))
+    assert code == 201 and answer["metadata"]["annotations"] == {"slicectl.io/x": "y"}

@@ -45,6 +45,8 @@ __all__ = ["Cause", "apply_defaults", "decode_error", "decode_repeated", "prune_
            "validate"]
 
 _OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+_KUBE_FINALIZER_KINDS = frozenset((("", "Pod"), ("", "Namespace"), ("", "Node"),
+                                   ("events.k8s.io", "Event")))
 
 
 def validate(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None,
@@ -67,7 +69,8 @@ def _validate_kind(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | 
     if key == ("apiextensions.k8s.io", "CustomResourceDefinition"):
         return validate_crd(obj, old)
     name_rule = dns1123_label_errors if key == ("", "Namespace") else dns1123_subdomain_errors
-    causes = validate_object_meta(obj.get("metadata"), rt.namespaced, name_rule)
+    causes = validate_object_meta(obj.get("metadata"), rt.namespaced, name_rule,
+                                  kube_finalizers=key in _KUBE_FINALIZER_KINDS)
     if rt.is_custom:
         schema = {k: v for k, v in (rt.schema or {}).items() if k != "properties"}
         props = {k: v for k, v in ((rt.schema or {}).get("properties") or {}).items()
@@ -88,13 +91,14 @@ def _validate_kind(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | 
     return causes
 
 
-def decode_repeated(rt: ResourceType, tree: Any) -> tuple[Any, list[str]]:
+def decode_repeated(rt: ResourceType, tree: Any) -> tuple[Any, list[str], str | None]:
     """A body that names a key twice (a :func:`slicectl.sim.gojson.repeated` tree): the value a
-    real server decodes from it and the errors its strict decoder meets (a built-in's unknown
-    fields among them, in document order; :mod:`.duplicates`)."""
+    real server decodes from it, the errors its strict decoder meets (a built-in's unknown
+    fields among them, in document order; :mod:`.duplicates`), and the decode error of a
+    replaced value of the wrong type (None: decode the value as usual)."""
     root = None if rt.is_custom else _prune_root(rt)
     if root is None:
-        return plain(tree), untyped(tree)
+        return plain(tree), untyped(tree), None
     return typed(tree, root)
 
 

@@ -42,6 +42,12 @@ def decode_error(value: Any, root: Node) -> str | None:
     return _check(value, root, "", micro, quantity)
 
 
+def decode_error_at(value: Any, node: Node, path: str) -> str | None:
+    """:func:`decode_error` of one field's value (``path`` names it), left unchanged."""
+    micro, quantity = _special()
+    return _check(orjson.loads(orjson.dumps(value)), node, path, micro, quantity)
+
+
 def _check(value: Any, node: Node, path: str, micro: Any, quantity: Any) -> str | None:
     if value is None or node.anything:
         return None

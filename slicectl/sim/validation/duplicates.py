@@ -24,9 +24,11 @@ decoded into maps, and :func:`patch_operations` those of a JSON patch read into 
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from slicectl.sim.gojson import Pairs, plain
+from slicectl.sim.validation.decode import decode_error_at
 from slicectl.sim.validation.errors import go_quote
 from slicectl.sim.validation.prune import Node
 
@@ -35,11 +37,14 @@ _PATCH_OP_FIELDS = frozenset(("op", "path", "from", "value"))
 
 
 class StrictErrors:
-    """The strict decoder's errors in the order it met them, each once, at most 100."""
+    """The strict decoder's errors in the order it met them, each once, at most 100; and
+    the first value of the wrong type among those a later occurrence replaces (``fatal``:
+    Go's decoder saves it and refuses the body, whatever came after)."""
 
     def __init__(self) -> None:
         self.texts: list[str] = []
         self._seen: set[str] = set()
+        self.fatal: str | None = None
 
     def add(self, kind: str, path: str) -> None:
         text = f"{kind} field {go_quote(path)}"
@@ -52,10 +57,11 @@ def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
-def typed(tree: Any, root: Node) -> tuple[Any, list[str]]:
-    """A built-in body's decoded value and its strict errors (unknown and duplicate)."""
+def typed(tree: Any, root: Node) -> tuple[Any, list[str], str | None]:
+    """A built-in body's decoded value, its strict errors (unknown and duplicate), and the
+    type error of a value a repeated key replaced (the merged value is checked as usual)."""
     found = StrictErrors()
-    return _decode(tree, root, None, "", found), found.texts
+    return _decode(tree, root, None, "", found), found.texts, found.fatal
 
 
 def _opaque(node: Node | None) -> bool:
@@ -85,6 +91,7 @@ def _object(members: Pairs, node: Node, into: Any, path: str,
         "properties")
     result: dict[str, Any] = dict(into) if isinstance(into, dict) else {}
     seen: set[str] = set()
+    repeated = {key for key, count in Counter(key for key, _ in members).items() if count > 1}
     for key, sub in members:
         child = node.prop(key)
         if child is None and not node.extra_any:
@@ -93,6 +100,8 @@ def _object(members: Pairs, node: Node, into: Any, path: str,
         if key in seen:
             found.add("duplicate", _join(path, key))
         seen.add(key)
+        if key in repeated and child is not None and found.fatal is None:
+            found.fatal = decode_error_at(plain(sub), child, _join(path, key))
         result[key] = _decode(sub, child, None if is_map else result.get(key), _join(path, key),
                               found)
     return result
@@ -100,7 +109,7 @@ def _object(members: Pairs, node: Node, into: Any, path: str,
 
 def untyped(tree: Any, path: str = "", found: StrictErrors | None = None) -> list[str]:
     """The duplicate-field errors of a document decoded into maps and slices."""
-    found = found or StrictErrors()
+    found = found if found is not None else StrictErrors()
     if isinstance(tree, Pairs):
         seen: set[str] = set()
         for key, sub in tree:

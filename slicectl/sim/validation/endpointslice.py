@@ -35,7 +35,8 @@ MAX_ZONE_HINTS = 8
 
 
 def validate_endpointslice(obj: dict[str, Any], old: dict[str, Any] | None) -> list[e.Cause]:
-    causes = validate_object_meta(obj.get("metadata"), True, dns1123_subdomain_errors)
+    causes = validate_object_meta(obj.get("metadata"), True, dns1123_subdomain_errors,
+                                  kube_finalizers=True)
     address_type = obj.get("addressType") or ""
     if not address_type:
         causes.append(e.required("addressType"))
