@@ -118,11 +118,35 @@ def already_exists(rt: ResourceType, name: str) -> ApiError:
     )
 
 
-def uid_precondition_failed(rt: ResourceType, name: str, wanted: str, found: str) -> ApiError:
-    """A uid precondition (a DELETE's, or a PUT body's ``metadata.uid``) that the stored
-    object, or its absence (``found`` empty), does not meet."""
-    return conflict(rt, name, f"Precondition failed: UID in precondition: {wanted}, "
-                              f"UID in object meta: {found}")
+def uid_precondition_failed(rt: ResourceType, name: str, wanted: str, found: str,
+                            namespace: str = "") -> ApiError:
+    """A PUT body's ``metadata.uid`` that the stored object, or its absence (``found``
+    empty), does not meet: the storage layer's check, whose error names the etcd key."""
+    why = f"Precondition failed: UID in precondition: {wanted}, UID in object meta: {found}"
+    if found:
+        why = (f"StorageError: invalid object, Code: 4, Key: {_registry_key(rt, namespace, name)}"
+               f", ResourceVersion: 0, AdditionalErrorMsg: {why}")
+    return conflict(rt, name, why)
+
+
+def delete_precondition_failed(rt: ResourceType, name: str, field: str, wanted: str,
+                               found: str) -> ApiError:
+    """``rest.BeforeDelete``'s early check of a DELETE's preconditions (``field``: UID or
+    ResourceVersion): a Conflict that names the kind, not the resource."""
+    then = "deleted and then recreated" if field == "UID" else "modified"
+    group = f"{rt.kind}.{rt.group}" if rt.group else rt.kind
+    why = (f"the {field} in the precondition ({wanted}) does not match the {field} in record "
+           f"({found}). The object might have been {then}")
+    return ApiError(409, "Conflict", f'Operation cannot be fulfilled on {group} "{name}": {why}',
+                    _details(rt, name, kind=rt.kind))
+
+
+def _registry_key(rt: ResourceType, namespace: str, name: str) -> str:
+    """Where kube-apiserver keeps the object in etcd (its default resource prefixes)."""
+    prefix = {"nodes": "minions", "services": "services/specs"}.get(rt.plural, rt.plural) if (
+        not rt.group or not (rt.is_custom or rt.group == "apiextensions.k8s.io")) else (
+        f"{rt.group}/{rt.plural}")
+    return f"/registry/{prefix}/{namespace}/{name}" if namespace else f"/registry/{prefix}/{name}"
 
 
 def conflict(rt: ResourceType, name: str, why: str) -> ApiError:

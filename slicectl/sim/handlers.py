@@ -25,7 +25,7 @@ import yaml
 from aiohttp import web
 
 from slicectl.sim import errors, gojson, listoptions, options, protobuf, watch
-from slicectl.sim.lifecycle import Lifecycle
+from slicectl.sim.lifecycle import Lifecycle, check_preconditions
 from slicectl.sim.listing import list_objects, make_filter
 from slicectl.sim.managed import manager_name, record
 from slicectl.sim.negotiation import (
@@ -334,7 +334,8 @@ class Api:
                 return self._create(request, rt, namespace, body)
             raise errors.not_found(rt, name)
         if uid and uid != old["metadata"].get("uid"):
-            raise errors.uid_precondition_failed(rt, name, uid, old["metadata"].get("uid", ""))
+            raise errors.uid_precondition_failed(rt, name, uid, old["metadata"].get("uid", ""),
+                                                 namespace)
         if not meta.get("resourceVersion") and not allows_unconditional_update(rt):
             raise errors.resource_version_required(rt, name)
         return self._write(request, rt, old, body, subresource)
@@ -439,8 +440,11 @@ class Api:
         delete_options = await self._delete_options(request)
         obj = self._existing(rt, namespace, name)
         if delete_options.get("dryRun"):
-            return self._answer(request, rt, obj)
-        result, gone = self._delete_one(rt, obj, delete_options)
+            check_preconditions(rt, obj, delete_options)
+            result, gone = obj, not (obj["metadata"].get("finalizers") or (
+                rt.group, rt.plural) == ("", "pods"))
+        else:
+            result, gone = self._delete_one(rt, obj, delete_options)
         if gone and not returns_deleted_object(rt):
             details: dict[str, Any] = {"name": name}
             if rt.group:

@@ -53,6 +53,20 @@ def pod_grace(pod: Obj, options: dict[str, Any]) -> int:
     return 1 if grace < 0 else grace
 
 
+def check_preconditions(rt: ResourceType, obj: Obj, options: dict[str, Any]) -> None:
+    """A DELETE's preconditions (uid, resourceVersion), checked before anything else, for a
+    dry run too: a 409 when the object does not meet them."""
+    meta = obj["metadata"]
+    pre = options.get("preconditions") or {}
+    if pre.get("uid") and pre["uid"] != meta.get("uid"):
+        raise errors.delete_precondition_failed(rt, meta["name"], "UID", pre["uid"],
+                                                meta.get("uid", ""))
+    if pre.get("resourceVersion") and pre["resourceVersion"] != meta.get("resourceVersion"):
+        raise errors.delete_precondition_failed(rt, meta["name"], "ResourceVersion",
+                                                pre["resourceVersion"],
+                                                meta.get("resourceVersion", ""))
+
+
 class Lifecycle:
     def __init__(self, store: Store, registry: Registry,
                  gc_delay: tuple[float, float] | None = GC_DELAY) -> None:
@@ -68,14 +82,7 @@ class Lifecycle:
     def delete(self, rt: ResourceType, obj: Obj, options: dict[str, Any]) -> tuple[Obj, bool]:
         """Delete or start deleting ``obj``: the resulting object, and whether it is gone."""
         meta = obj["metadata"]
-        pre = options.get("preconditions") or {}
-        if pre.get("uid") and pre["uid"] != meta.get("uid"):
-            raise errors.uid_precondition_failed(rt, meta["name"], pre["uid"], meta.get("uid"))
-        if pre.get("resourceVersion") and pre["resourceVersion"] != meta.get("resourceVersion"):
-            raise errors.conflict(rt, meta["name"], (
-                "Precondition failed: ResourceVersion in precondition: "
-                f"{pre['resourceVersion']}, ResourceVersion in object meta: "
-                f"{meta.get('resourceVersion')}"))
+        check_preconditions(rt, obj, options)
         policy = options.get("propagationPolicy")
         if policy is None and options.get("orphanDependents") is not None:
             policy = "Orphan" if options["orphanDependents"] else "Background"

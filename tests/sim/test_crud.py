@@ -127,13 +127,25 @@ async def test_delete_returns_object_or_status(raw: Raw) -> None:
 
 
 async def test_delete_preconditions(raw: Raw) -> None:
-    await raw.request("POST", PODS, pod("p"))
-    code, body, _ = await raw.request("DELETE", PODS + "/p",
-                                      {"preconditions": {"uid": "other"}})
-    assert code == 409 and "Precondition failed: UID in precondition: other" in body["message"]
-    stale = {"preconditions": {"resourceVersion": "1"}}
-    code, _, _ = await raw.request("DELETE", PODS + "/p", stale)
-    assert code == 409
+    """``rest.BeforeDelete``'s wording (a real v1.32.6 server's, 2026-11-24), for a dry run
+    too, whose answer is otherwise a real delete's (a Status for a type that returns no
+    object); and nothing is deleted."""
+    _, created, _ = await raw.request("POST", PODS, pod("p"))
+    uid = created["metadata"]["uid"]
+    for options in ({"preconditions": {"uid": "other"}},
+                    {"preconditions": {"uid": "other"}, "dryRun": ["All"]}):
+        code, body, _ = await raw.request("DELETE", PODS + "/p", options)
+        assert (code, body["message"], body["details"]) == (409, (
+            f'Operation cannot be fulfilled on Pod "p": the UID in the precondition (other) '
+            f"does not match the UID in record ({uid}). The object might have been deleted "
+            "and then recreated"), {"name": "p", "kind": "Pod"})
+    stale = {"preconditions": {"resourceVersion": "1"}, "dryRun": ["All"]}
+    code, body, _ = await raw.request("DELETE", PODS + "/p", stale)
+    assert code == 409 and body["message"].startswith(
+        'Operation cannot be fulfilled on Pod "p": the ResourceVersion in the precondition (1) '
+        "does not match the ResourceVersion in record (")
+    code, _, _ = await raw.request("GET", PODS + "/p")
+    assert code == 200
 
 
 async def test_unauthorized(srv: EmbeddedApiServer, raw: Raw) -> None:
