@@ -11,7 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 from slicectl.sim.validation import errors as e
-from slicectl.sim.validation.names import dns1123_label_errors, go_len, qualified_name_errors
+from slicectl.sim.validation.names import (
+    dns1123_label_errors,
+    dns1123_subdomain_errors,
+    go_len,
+    qualified_name_errors,
+)
 
 
 def validate_pod(obj: dict[str, Any]) -> list[e.Cause]:
@@ -39,6 +44,18 @@ def validate_pod(obj: dict[str, Any]) -> list[e.Cause]:
             names.add(str(name))
         if not container.get("image"):
             causes.append(e.required(f"{path}.image"))
+    node, hostname = spec.get("nodeName"), spec.get("hostname")
+    if node:  # validatePodSpec's order: the node, then the hostname
+        causes.extend(e.invalid("spec.nodeName", node, m)
+                      for m in dns1123_subdomain_errors(str(node)))
+    if hostname:
+        causes.extend(e.invalid("spec.hostname", hostname, m)
+                      for m in dns1123_label_errors(str(hostname)))
+    for i, container in enumerate(containers):  # validateContainersOnlyForPod, after the spec
+        image = container.get("image") if isinstance(container, dict) else None
+        if isinstance(image, str) and image != image.strip():
+            causes.append(e.invalid(f"spec.containers[{i}].image", image,
+                                    "must not have leading or trailing whitespace"))
     return causes
 
 
