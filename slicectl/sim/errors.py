@@ -149,6 +149,18 @@ def _registry_key(rt: ResourceType, namespace: str, name: str) -> str:
     return f"/registry/{prefix}/{namespace}/{name}" if namespace else f"/registry/{prefix}/{name}"
 
 
+def api_version_not_a_string(rt: ResourceType, value: Any) -> ApiError:
+    """Unstructured's accessor refusing a custom resource's ``apiVersion`` that is no string
+    (``%v is of the type %T``, as Go prints a decoded JSON value)."""
+    go_types = {type(None): "<nil>", bool: "bool", int: "int64", float: "float64",
+                list: "[]interface {}", dict: "map[string]interface {}"}
+    shown = "<nil>" if value is None else str(value).lower() if isinstance(value, bool) else (
+        str(value))
+    return bad_request(f'{rt.kind} in version "" cannot be handled as a {rt.kind}: .apiVersion '
+                       f"accessor error: {shown} is of the type "
+                       f"{go_types.get(type(value), 'interface {}')}, expected string")
+
+
 def conflict(rt: ResourceType, name: str, why: str) -> ApiError:
     return ApiError(
         409,

@@ -209,6 +209,8 @@ class Api:
             raise errors.bad_request("couldn't get version/kind; json parse error: "
                                      "expected an object")
         kind = body.get("kind")
+        if rt.is_custom and "apiVersion" in body and not isinstance(body["apiVersion"], str):
+            raise errors.api_version_not_a_string(rt, body["apiVersion"])
         if rt.is_custom and not (kind and isinstance(kind, str)):  # Unstructured needs it
             raise errors.bad_request(
                 f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
@@ -224,6 +226,9 @@ class Api:
 
     def _check_kind(self, rt: ResourceType, body: Obj) -> None:
         api_version, kind = body.get("apiVersion"), body.get("kind")
+        if rt.is_custom and not api_version:  # a built-in's default is the URL's; not a CR's
+            raise errors.bad_request("the API version in the data () does not match the "
+                                     f"expected API version ({rt.group_version})")
         if (api_version and api_version != rt.group_version
                 and not (rt.is_custom and str(api_version).startswith(rt.group + "/"))):
                 raise errors.bad_request(

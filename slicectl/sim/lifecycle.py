@@ -57,11 +57,12 @@ def check_preconditions(rt: ResourceType, obj: Obj, options: dict[str, Any]) -> 
     """A DELETE's preconditions (uid, resourceVersion), checked before anything else, for a
     dry run too: a 409 when the object does not meet them."""
     meta = obj["metadata"]
-    pre = options.get("preconditions") or {}
-    if pre.get("uid") and pre["uid"] != meta.get("uid"):
+    pre = options.get("preconditions") or {}  # a given empty value is a precondition too
+    if pre.get("uid") is not None and pre["uid"] != meta.get("uid"):
         raise errors.delete_precondition_failed(rt, meta["name"], "UID", pre["uid"],
                                                 meta.get("uid", ""))
-    if pre.get("resourceVersion") and pre["resourceVersion"] != meta.get("resourceVersion"):
+    if (pre.get("resourceVersion") is not None
+            and pre["resourceVersion"] != meta.get("resourceVersion")):
         raise errors.delete_precondition_failed(rt, meta["name"], "ResourceVersion",
                                                 pre["resourceVersion"],
                                                 meta.get("resourceVersion", ""))

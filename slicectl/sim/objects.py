@@ -120,8 +120,8 @@ def prepare_create(rt: ResourceType, obj: Obj, namespace: str) -> None:
     meta["creationTimestamp"] = now_timestamp()
     if generation_policy(rt):
         meta["generation"] = 1
-    else:
-        meta.pop("generation", None)
+    elif not isinstance(meta.get("generation"), int):  # a type that keeps no generation
+        meta.pop("generation", None)                    # stores the client's, as Go would
     obj["apiVersion"] = rt.group_version
     obj["kind"] = rt.kind
     drop_topology_on_v1(rt, None, obj)

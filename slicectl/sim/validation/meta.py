@@ -60,6 +60,10 @@ def validate_object_meta(
                           for m in dns1123_label_errors(str(namespace)))
     elif namespace:
         causes.append(e.forbidden(f"{path}.namespace", "not allowed on this type"))
+    generation = meta.get("generation")
+    if isinstance(generation, int) and generation < 0:
+        causes.append(e.invalid(f"{path}.generation", generation,
+                                "must be greater than or equal to 0"))
     causes.extend(validate_labels(meta.get("labels"), f"{path}.labels"))
     causes.extend(validate_annotations(meta.get("annotations"), f"{path}.annotations"))
     causes.extend(_owner_references(meta.get("ownerReferences"), f"{path}.ownerReferences"))
