@@ -100,10 +100,12 @@ def qualified(rt: ResourceType) -> str:
     return f"{rt.plural}.{rt.group}" if rt.group else rt.plural
 
 
-def _details(rt: ResourceType, name: str, kind: str | None = None) -> dict[str, Any]:
+def _details(rt: ResourceType, name: str, kind: str | None = None,
+             group: str | None = None) -> dict[str, Any]:
     details: dict[str, Any] = {"name": name} if name else {}
-    if rt.group:
-        details["group"] = rt.group
+    group = rt.group if group is None else group
+    if group:
+        details["group"] = group
     details["kind"] = kind or rt.plural
     return details
 
@@ -185,9 +187,7 @@ def invalid(rt: ResourceType, name: str, causes: list[dict[str, Any]]) -> ApiErr
     """422 listing ``causes`` (``{reason, message, field}``) as ``field: message`` items."""
     group = rt.extra.get("invalid_group", rt.group)  # the internal type's, where it differs
     group_kind = f"{rt.kind}.{group}" if group else rt.kind
-    details = _details(rt, name, kind=rt.kind)
-    if not group:
-        details.pop("group", None)
+    details = _details(rt, name, kind=rt.kind, group=group)
     details["causes"] = causes
     quoted = go_quote(name)
     return ApiError(422, "Invalid", f"{group_kind} {quoted} is invalid: {_summary(causes)}",

@@ -51,7 +51,6 @@ from slicectl.sim.patch import (
     PatchError,
     UndecodablePatch,
     apply_patch,
-    document_errors,
     patch_via,
 )
 from slicectl.sim.protobuf import ProtobufError, is_protobuf
@@ -353,8 +352,8 @@ class Api:
                                apply=request.content_type == APPLY_PATCH)
         old = self._existing(rt, namespace, name)
         try:
-            patched = apply_patch(old, raw, request.headers.get("Content-Type", ""), rt,
-                                  options.field_validation(request.query) != "Ignore")
+            patched, met = apply_patch(old, raw, request.headers.get("Content-Type", ""), rt,
+                                       options.field_validation(request.query) != "Ignore")
         except PatchError as exc:
             raise errors.ApiError(exc.code, exc.reason, exc.message) from exc
         except UndecodablePatch as exc:
@@ -367,8 +366,6 @@ class Api:
             raise errors.patch_undecodable(patched, undecodable)
         self._check_kind(rt, patched)
         media = request.headers.get("Content-Type", "")
-        met = (document_errors(raw, media)
-               if options.field_validation(request.query) != "Ignore" else [])
         self._unknown_fields(request, rt, patched, patch_via(media), met)
         meta = patched.get("metadata")
         if not isinstance(meta, dict):

@@ -13,8 +13,8 @@ the object they would get from a real server, and refuse what a real server refu
 Strategic merge patches read ``x-kubernetes-patch-strategy`` / ``x-kubernetes-patch-merge-key``
 from the built-in schemas and honour ``$patch: replace|delete|merge``, ``$retainKeys``,
 ``$deleteFromPrimitiveList/<field>`` and ``$setElementOrder/<field>``.
-:func:`document_errors` are the strict decoder's findings in the patch document itself (a key
-named twice; a JSON patch operation's unknown member), which patch.go reports, under
+:func:`apply_patch` also returns the strict decoder's findings in the patch document itself (a
+key named twice; a JSON patch operation's unknown member), which patch.go reports, under
 fieldValidation Strict or Warn, before those of the patched object.
 ``application/apply-patch+yaml`` (server-side apply) is approximated: the YAML is applied as a
 strategic merge patch (built-ins) or merge patch (custom resources), without field ownership.
@@ -66,10 +66,11 @@ _GO_TYPE_META = ('struct { APIVersion string "json:\\"apiVersion,omitempty\\""; 
 def apply_patch(
     original: dict[str, Any], patch_body: bytes, content_type: str, rt: ResourceType,
     strict_decode: bool = True,
-) -> dict[str, Any]:
-    """Return ``original`` with the patch applied; ``original`` is never mutated.
-    ``strict_decode``: fieldValidation is Strict or Warn, under which patch.go first reads a
-    JSON or merge patch into Go types with the strict decoder, whose errors it then answers."""
+) -> tuple[dict[str, Any], list[str]]:
+    """``original`` with the patch applied (``original`` is never mutated), and the strict
+    errors of the patch document. ``strict_decode``: fieldValidation is Strict or Warn, under
+    which patch.go first reads a JSON or merge patch into Go types with the strict decoder,
+    whose shape errors it answers and whose strict errors it reports; otherwise none."""
     media = content_type.split(";")[0].strip().lower()
     accepted = [JSON_PATCH, MERGE_PATCH] + ([] if rt.is_custom else [STRATEGIC_MERGE_PATCH])
     if media not in (*accepted, APPLY_PATCH):
@@ -85,6 +86,7 @@ def apply_patch(
         media = MERGE_PATCH if rt.is_custom else STRATEGIC_MERGE_PATCH
     else:
         patch = _decode_json(patch_body)
+    found = _document_errors(patch_body, patch, media) if strict_decode and not applied else []
     if media == JSON_PATCH:
         if strict_decode:
             _check_operations(patch)
@@ -110,7 +112,7 @@ def apply_patch(
     if not isinstance(result, dict):
         raise PatchError(422, "Invalid", "the server rejected our request due to an error in "
                          "our request")
-    return result
+    return result, found
 
 
 _GO_MAP = "map[string]interface {}"
@@ -145,16 +147,13 @@ def _check_operations(ops: Any) -> None:
                 refuse(value, "string", f"jsonPatchOp.{key}")
 
 
-def document_errors(patch_body: bytes, content_type: str) -> list[str]:
+def _document_errors(patch_body: bytes, patch: Any, media: str) -> list[str]:
     """The strict errors patch.go's ``kjson.UnmarshalStrict`` finds in a JSON patch document
-    that :func:`apply_patch` took: a JSON patch is read into ``[]jsonPatchOp``, a merge or
-    strategic merge patch into a map. (An apply patch's YAML is not checked here.)"""
-    media = content_type.split(";")[0].strip().lower()
-    if media == APPLY_PATCH:
-        return []
+    (``patch``, as decoded from ``patch_body``): a JSON patch is read into ``[]jsonPatchOp``,
+    a merge or strategic merge patch into a map. Only a repeated key needs the second read."""
     tree = gojson.repeated(patch_body)
     if media == JSON_PATCH:
-        return patch_operations(tree if tree is not None else gojson.loads(patch_body))
+        return patch_operations(tree if tree is not None else patch)
     return [] if tree is None else untyped(tree)
 
 

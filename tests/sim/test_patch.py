@@ -32,7 +32,7 @@ def pod() -> dict[str, Any]:
 
 
 def patch(obj: dict[str, Any], body: Any, ctype: str, rt: ResourceType = POD) -> dict[str, Any]:
-    return apply_patch(obj, json.dumps(body).encode(), ctype, rt)
+    return apply_patch(obj, json.dumps(body).encode(), ctype, rt)[0]
 
 
 def test_merge_patch_sets_and_deletes_and_never_mutates() -> None:
