@@ -11,7 +11,7 @@ table on any machine.
 With ``--qps`` (the controller's client limit: 20, burst 30) it also replays the token
 bucket, as the syncer uses it: a sync with something to write takes a token first and, if it
 had to wait for it, writes what arrived meanwhile too (plan at the token) and tells the queue
-so, as the controller does (a throttled stream takes its longest window at once); a sync left
+so, as the controller does (a throttled stream takes its share of the rate at once); a sync left
 with nothing to write takes none. Every sync is one write here (a slice boundary's second write is
 not modelled). Without it the replay shows the queue's decisions alone; with it, the regime
 of the ``initial`` scenario, where every controller is rate-limited for most of the stream.
@@ -72,14 +72,14 @@ def replay(arrivals: list[Arrival], window: float = 0.1, sync_seconds: float = 0
     puts each write behind a token of a bucket of that rate and ``burst``, holding ``tokens``
     (default: the burst) when the arrivals start."""
     clock = _Clock()
-    queue = WorkQueue(clock=clock)
+    queue = WorkQueue(clock=clock, write_rate=qps)
     bucket = TokenBucket(qps, burst, clock=clock) if qps > 0 else None
     if bucket is not None and tokens is not None:
         for _ in range(burst - tokens):
             bucket.reserve()  # spent before the workload (start-up requests, placeholders)
     ordered = sorted(arrivals)
     uncovered: dict[str, list[float]] = {}
-    tokened: dict[str, float] = {}  # key -> when the token its sync waits for is due
+    tokened: dict[str, tuple[float, float]] = {}  # key -> (its token is due, seconds waited)
     finishing: dict[str, float] = {}  # key -> when its sync in flight ends
     waits: list[float] = []
     syncs = i = 0
@@ -93,7 +93,7 @@ def replay(arrivals: list[Arrival], window: float = 0.1, sync_seconds: float = 0
     while True:
         next_arrival = ordered[i][0] if i < len(ordered) else None
         next_done = min(finishing.values()) if finishing else None
-        next_token = min(tokened.values()) if tokened else None
+        next_token = min(due for due, _ in tokened.values()) if tokened else None
         due = queue.next_due()
         times = [x for x in (next_arrival, next_done, next_token, due) if x is not None]
         if not times:
@@ -105,9 +105,9 @@ def replay(arrivals: list[Arrival], window: float = 0.1, sync_seconds: float = 0
             queue.done(key)
         elif next_token is not None and next_token <= clock.now:
             key = min(tokened, key=tokened.__getitem__)
-            del tokened[key]
+            _, waited = tokened.pop(key)
             write(key)  # planned again at the token: what came meanwhile goes too
-            queue.throttled(key)  # as the controller passes the wait on
+            queue.throttled(key, waited)  # as the controller passes the wait on
         elif next_arrival is not None and next_arrival <= clock.now:
             _, key, removal = ordered[i]
             i += 1
@@ -121,7 +121,7 @@ def replay(arrivals: list[Arrival], window: float = 0.1, sync_seconds: float = 0
             if not uncovered.get(key):  # its changes went out with a write that waited
                 finishing[key] = clock.now + sync_seconds
             elif bucket is not None and (wait := bucket.reserve()) > 0:
-                tokened[key] = clock.now + wait
+                tokened[key] = (clock.now + wait, wait)
             else:
                 write(key)
     return Outcome(len(ordered), syncs, tuple(waits))

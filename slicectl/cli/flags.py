@@ -103,6 +103,6 @@ def add_packing_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-batch-period", metavar="DURATION", type=duration(),
                    default=STREAM_MAX_WINDOW,
                    help="the longest a selector's window grows to while it keeps gaining pods "
-                        "(a scale-up, a new Deployment): how long such pods may wait, "
-                        "traded against their writes; at or below --batch-period the "
-                        "window never grows (e.g. 1s)")
+                        "(a scale-up, a new Deployment) and shares --kube-api-qps with the "
+                        "others doing so: how long such pods may wait when many grow at "
+                        "once; at or below --batch-period the window never grows (e.g. 1s)")

@@ -135,7 +135,7 @@ class Controller:
         self._guard = guard_for(self.gate)
         self.metrics = metrics
         self.events = events
-        self.queue = WorkQueue(max_batch=config.max_batch_period)
+        self.queue = WorkQueue(max_batch=config.max_batch_period, write_rate=client.qps)
         self._outage = OutageRetries()  # keys whose syncs failed for the API server's reasons
         self.tracker = SliceTracker()
         self.pods = PodStore()  # the one copy of every pod: pod informers write, indexes read
@@ -363,7 +363,7 @@ class Controller:
         else:
             self.queue.forget(key)
             if result.throttled:
-                self.queue.throttled(key)
+                self.queue.throttled(key, result.token_wait)
             self._outage.succeeded(key)
             self._initial_progress(key)
             if result.retry_after is not None:

@@ -20,21 +20,27 @@ explicit because every one of them prevents a production bug:
   whole window; the start of a burst (changes milliseconds apart) and a busy key still wait.
   A key that keeps *growing* in a stream (before each of ``STREAM_SYNCS`` syncs in a row: at
   least ``STREAM_CHANGES`` changes since the last sync, none a removal: a scale-up, an initial
-  creation) gets its window multiplied by ``STREAM_GROWTH`` per further sync, up to the
-  queue's ``max_batch`` (``--max-batch-period``, default ``STREAM_MAX_WINDOW``): its endpoints
-  already serve, and the newcomers cost one write per window instead of one per moment. That
-  cap is the latency of a long stream's newcomers (a stream's p99 is the cap plus the server's
-  delay), and its writes go as its inverse. A grown window ends early once its stream pauses:
+  creation) takes its *share of the client's write rate* as its window: the keys streaming
+  now (a streaming sync within ``STREAM_HORIZON`` longest windows) times ``STREAM_WRITES``
+  writes per sync, over the client's QPS (``write_rate``), at least W and at most the
+  queue's ``max_batch`` (``--max-batch-period``, default ``STREAM_MAX_WINDOW``). One stream
+  alone keeps W (at 20 QPS the client could write it every 62 ms); ten at once take 0.625 s
+  each. Written more often than its share, a stream only queues for tokens, where its
+  newcomers wait anyway, and spends the tokens other keys' writes need; written less often,
+  its newcomers wait for a window the client did not need (a fixed 1 s window for every
+  stream, before, cost a scale-up's newcomers 400 ms at p99 on a real server to save a
+  few writes). A grown window ends early once its stream pauses:
   a held sync runs once the key has had no change for ``STREAM_PAUSE`` of its average gaps (at
   least W), if that comes before the window's end (a stream that goes on has no such pause,
   and the last newcomers of one that stopped gain nothing by waiting for the rest of a long
   window).
   A stream held back by the client's rate limit is recognised at once (:meth:`throttled`): a
-  streaming sync that had to wait for its token grows the window to the cap without waiting
-  for ``STREAM_SYNCS``. The bucket is dry, so writing that key more often would only spend the
-  tokens that other keys' writes, and the stream's own last write once it stops, are waiting
-  for (in the benchmark's ``initial`` scenario, ten Deployments at once, the bucket is dry
-  from half a second in and the streams' last writes queue behind the refill).
+  streaming sync that had to wait for its token takes its share without waiting for
+  ``STREAM_SYNCS``, and its next window counts from its write, which carried every change of
+  the wait (plan at the token). Counted from the sync's start, the wait ate into the window:
+  every stream was due again as soon as its write went out, they all queued for tokens, and
+  the bucket stayed dry for the whole stream (the benchmark's ``initial`` scenario on a real
+  server: 17-21 s of token waits in all, against none).
   Any sync at the window's end without such a stream puts the window back to W (a sync
   asked for sooner by something else does not count), and so do a quiet spell as long as
   the grown window and any removal, at once; so replacements (a rollout removes as many as
@@ -49,8 +55,10 @@ explicit because every one of them prevents a production bug:
   reacts to its own answers (a rollout deletes its old pods, then creates the next ones once
   the deletions returned), so one step has pauses of tens of milliseconds inside it, while
   independent changes almost never put three into one window. Leading-edge syncs never settle
-  (an isolated change still costs no delay), and a grown window waits for its stream's pause
-  as above instead;
+  (an isolated change still costs no delay), a grown window waits for its stream's pause as
+  above instead, and a key in mid-stream (its last sync streamed, and it holds a stream's
+  worth of changes again) does not settle at all: a stream has no end to wait for, and
+  settling it made each window of a scale-up up to ``SETTLE_MAX`` longer;
 * ``add(..., min_interval=M)`` holds a key until M seconds after its last sync started (at once
   if it has not been synced that long): syncs caused by someone else's slice changes use it, as
   upstream's ``endpointSliceChangeMinSyncDelay`` does, so a repair that is undone each time (a
@@ -82,8 +90,10 @@ from slicectl.kube.ratelimit import TokenBucket
 # Leading-edge batching (the batching delay; the retry backoff below is a separate policy).
 STREAM_CHANGES = 3  # changes since the last sync that make it streaming
 STREAM_SYNCS = 3  # streaming syncs in a row (without a removal) that make a stream
-STREAM_GROWTH = 4.0  # a streaming key's window grows by this factor per sync ...
-STREAM_MAX_WINDOW = 1.0  # ... up to this many seconds by default (or W, if that is larger)
+STREAM_WRITES = 1.25  # writes per streaming sync (one in four crosses a slice boundary)
+STREAM_MAX_WINDOW = 1.0  # a stream's window is at most this many seconds by default
+STREAM_HORIZON = 1.5  # a key is streaming while its last streaming sync is this many of the
+# longest windows old or less
 STREAM_PAUSE = 8.0  # a stream with no change for this many of its average gaps has stopped
 SETTLE_GAP = 0.02  # a held sync waits while changes still come closer together than this ...
 SETTLE_MAX = 0.1  # ... for at most this long past its due time
@@ -154,8 +164,9 @@ class _Edge:
         self.held = self.held or wait > 0
         return wait
 
-    def synced(self, now: float) -> None:
-        """The key goes to a worker now: grow the window while a growing stream goes on.
+    def synced(self, now: float, share: float = 0.0) -> None:
+        """The key goes to a worker now: while a growing stream goes on, its window is
+        ``share`` (its share of the client's write rate, seconds; see the module doc).
 
         A sync before the window is over was asked for by something else (a status refresh,
         a sync woken once the cache shows our last write): it says nothing about the stream,
@@ -171,16 +182,27 @@ class _Edge:
         self.changes = 0
         self.streak = self.streak + 1 if streaming else 0
         if self.streak >= STREAM_SYNCS:
-            self.window = min(self.longest, self.window * STREAM_GROWTH)
+            self.window = min(self.longest, max(self.base, share))
         elif not streaming:
             self.window = self.base
 
-    def throttled(self) -> None:
-        """The key's last sync had to wait for a rate-limit token: if it was a streaming sync
-        and nothing was removed since, the stream takes the longest window now."""
+    def throttled(self, share: float, waited: float) -> bool:
+        """The key's last sync waited ``waited`` seconds for a rate-limit token and then wrote
+        every change until then. If it was a streaming sync and nothing was removed since, the
+        stream takes at least its share of the client's rate at once, and its window runs from
+        that write (True): counted from the sync's start, the wait would eat into it and the
+        keys queued for tokens would keep the bucket dry."""
         if self.streak > 0 and not self.removal:
-            self.window = self.longest
+            self.window = min(self.longest, max(self.window, self.base, share))
             self.streak = max(self.streak, STREAM_SYNCS)
+            self.last_sync += waited
+            return True
+        return False
+
+    @property
+    def mid_stream(self) -> bool:
+        """The last sync was a streaming one and the changes held since stream on."""
+        return self.streak > 0 and not self.removal and self.changes >= STREAM_CHANGES
 
 
 class ShutDown(Exception):
@@ -214,10 +236,15 @@ class WorkQueue:
         retry_bucket: TokenBucket | None = None,
         clock: Callable[[], float] | None = None,
         max_batch: float = STREAM_MAX_WINDOW,
+        write_rate: float = 0.0,
     ) -> None:
         # ``clock``: seconds, the running loop's time unless given (a simulation's own clock);
         # ``max_batch``: the longest a growing stream's window gets (``--max-batch-period``)
         self._max_batch = max_batch
+        # ``write_rate``: the client's QPS, which streams share (0: no limit, no sharing)
+        self._write_rate = write_rate
+        self._streams: dict[str, float] = {}  # streaming key -> its last streaming sync (oldest
+        # first: a key that streams again moves to the end)
         self._now = clock if clock is not None else asyncio.get_running_loop().time
         self._backoff = backoff
         self._bucket = retry_bucket or TokenBucket(10.0, 100)
@@ -306,12 +333,16 @@ class WorkQueue:
         self._schedule(key, self._now())
         return True
 
-    def throttled(self, key: str) -> None:
-        """``key``'s sync that just finished had to wait for its rate-limit token (a stream
-        held back by the client's limit: see the module doc)."""
+    def throttled(self, key: str, waited: float) -> None:
+        """``key``'s sync that just finished waited ``waited`` seconds for its rate-limit token
+        (a stream held back by the client's limit: see the module doc). Call before
+        :meth:`done`: the changes that came during the wait were written, so a stream's next
+        sync counts its window from the write."""
         edge = self._edges.get(key)
-        if edge is not None:
-            edge.throttled()
+        if edge is not None and edge.throttled(self._share(self._now()), waited):
+            due = edge.last_sync + edge.window
+            if (ready := self._dirty.get(key)) is not None and ready < due:
+                self._dirty[key] = due
 
     def forget(self, key: str) -> None:
         """Reset the backoff of ``key`` after a successful sync."""
@@ -425,13 +456,20 @@ class WorkQueue:
             return now  # a retry is not a burst
         if edge.grown:  # until its stream pauses, or the grown window's end
             return max(now, min(edge.last_change + edge.pause, edge.last_sync + edge.window))
+        if edge.mid_stream:
+            return now  # a stream goes on: the window's end is as good a cut as any
         gap = SETTLE_BURST_GAP if edge.changes >= STREAM_CHANGES else SETTLE_GAP
         return max(now, min(edge.last_change + gap, edge.settle_cap))
 
     def _edge_synced(self, key: str, now: float) -> None:
         edge = self._edges.get(key)
         if edge is not None:
-            edge.synced(now)
+            if edge.changes >= STREAM_CHANGES and not edge.removal:
+                self._streams.pop(key, None)
+                self._streams[key] = now
+            else:
+                self._streams.pop(key, None)
+            edge.synced(now, self._share(now))
         self._last_start[key] = now
         self._gets += 1
         if self._gets % _EDGE_PRUNE_EVERY == 0:  # forget keys quiet for longer than a window
@@ -443,6 +481,19 @@ class WorkQueue:
             old = [k for k, t in self._last_start.items() if now - t > _LAST_START_KEEP]
             for k in old:
                 del self._last_start[k]
+
+    def _share(self, now: float) -> float:
+        """A streaming key's share of the client's write rate, in seconds between writes."""
+        if self._write_rate <= 0:
+            return 0.0
+        horizon = STREAM_HORIZON * self._max_batch
+        streams = self._streams
+        while streams:
+            first = next(iter(streams))
+            if now - streams[first] <= horizon:
+                break
+            del streams[first]
+        return len(streams) * STREAM_WRITES / self._write_rate
 
     def _schedule(self, key: str, ready: float) -> None:
         self._idle.clear()

@@ -397,6 +397,11 @@ class KubeClient:
                 continue
             raise error
 
+    @property
+    def qps(self) -> float:
+        """The client's rate limit in requests per second (0: none)."""
+        return self._settings.qps
+
     def reserve_token(self) -> float:
         """Take the rate-limit token of a foreground request to come, which then goes out
         with ``prepaid=True``; the seconds until it may be used (the caller waits them, and

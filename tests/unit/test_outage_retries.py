@@ -48,6 +48,7 @@ def test_only_the_servers_failures_count(cause: BaseException, expected: bool) -
 @dataclass
 class _Client:
     answers: Answers = field(default_factory=Answers)
+    qps: float = 20.0
 
 
 class _Syncer:

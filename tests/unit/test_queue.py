@@ -14,10 +14,11 @@ from slicectl.controller.queue import (
     SETTLE_MAX,
     SPACING_CAP,
     STREAM_CHANGES,
-    STREAM_GROWTH,
+    STREAM_HORIZON,
     STREAM_MAX_WINDOW,
     STREAM_PAUSE,
     STREAM_SYNCS,
+    STREAM_WRITES,
     Backoff,
     ShutDown,
     WorkQueue,
@@ -354,97 +355,148 @@ def test_a_quiet_spell_counts_as_at_most_the_cap_in_the_average_gap() -> None:
     assert e.spacing < BUSY_SPACING * 0.1
 
 
-def test_stream_grows_the_window_and_a_quiet_sync_resets_it() -> None:
+def test_a_stream_takes_its_share_of_the_write_rate_and_a_quiet_sync_resets_it() -> None:
     e = _Edge(0.1, 0.1)
     for n in range(STREAM_SYNCS):
         assert e.window == 0.1, "one busy window is a burst, not yet a stream"
         e.changes = STREAM_CHANGES
-        e.synced(10.0 + n)
-    assert e.window == pytest.approx(0.1 * STREAM_GROWTH) and e.last_sync == 9.0 + STREAM_SYNCS
+        e.synced(10.0 + n, share=0.5)
+    assert e.window == 0.5 and e.last_sync == 9.0 + STREAM_SYNCS
     assert e.changes == 0
-    for step in range(10):  # a stream that goes on grows the window up to the cap
-        now = 20.0 + 2 * step
-        e.changes = STREAM_CHANGES
-        e.synced(now)
+    e.changes = STREAM_CHANGES
+    e.synced(20.0, share=0.3)  # fewer streams now: the window follows the share down ...
+    assert e.window == 0.3
+    e.changes = STREAM_CHANGES
+    e.synced(21.0, share=5.0)  # ... and up, never past the cap
     assert e.window == STREAM_MAX_WINDOW
     e.changes = STREAM_CHANGES - 1  # one change short of a stream
-    e.synced(50.0)
+    e.synced(50.0, share=0.5)
     assert e.window == 0.1
+
+
+def test_a_stream_alone_within_the_client_rate_keeps_the_base_window() -> None:
+    e = _Edge(0.1, 0.1)
+    for n in range(STREAM_SYNCS + 5):
+        e.changes = STREAM_CHANGES
+        e.synced(10.0 + n, share=1 * STREAM_WRITES / 20.0)  # one stream, 20 writes/s
+        assert e.window == 0.1, "the client could write it every 62 ms: no reason to hold it"
+    assert e.streak == STREAM_SYNCS + 5 and not e.grown
 
 
 def test_a_sync_asked_for_within_the_window_neither_grows_nor_resets_it() -> None:
     e = _Edge(0.1, 0.1)
     for n in range(STREAM_SYNCS + 1):
         e.changes = STREAM_CHANGES
-        e.synced(10.0 + n)
+        e.synced(10.0 + n, share=0.5)
     grown, streak = e.window, e.streak
-    assert grown > 0.1
+    assert grown == 0.5
     e.changes = 1
-    e.synced(13.0 + grown / 2)  # a status refresh or a woken stale sync, within the window
+    e.synced(13.0 + grown / 2, share=1.0)  # a status refresh or a woken stale sync
     assert (e.window, e.streak) == (grown, streak), "no judgement of the stream"
     assert e.changes == 1, "its changes count towards the next sync at the window's end"
     e.changes += STREAM_CHANGES
-    e.synced(20.0)  # the window's end: a stream still, so it grows on
-    assert e.window > grown or e.window == STREAM_MAX_WINDOW
+    e.synced(20.0, share=0.8)  # the window's end: a stream still, at its share now
+    assert e.window == 0.8
     e.removal, e.window = True, 0.1  # a removal (as add() records it) is judged even if early
-    e.synced(20.05)
+    e.synced(20.05, share=0.8)
     assert e.streak == 0 and e.window == 0.1 and not e.removal
 
 
-def test_a_streaming_sync_that_waited_for_its_token_takes_the_longest_window_at_once() -> None:
+def test_a_streaming_sync_that_waited_for_its_token_takes_its_share_at_once() -> None:
     e = _Edge(0.1, 0.1)
     e.changes = STREAM_CHANGES
-    e.synced(10.0)
+    e.synced(10.0, share=0.5)
     assert e.window == 0.1, "one streaming sync alone is not yet a stream"
-    e.throttled()  # ... but it had to wait for a rate-limit token
-    assert e.window == STREAM_MAX_WINDOW and e.streak >= STREAM_SYNCS
+    assert e.throttled(0.5, waited=0.2)  # ... but it had to wait for a rate-limit token
+    assert e.window == 0.5 and e.streak >= STREAM_SYNCS
+    assert e.last_sync == pytest.approx(10.2), (
+        "its write carried every change until its token: the window runs from there")
+    assert e.throttled(0.2, waited=0.0) and e.window == 0.5, "never shrunk by a throttle"
     e.changes = STREAM_CHANGES - 1
-    e.synced(10.0 + STREAM_MAX_WINDOW)
+    e.synced(10.2 + 0.5, share=0.5)
     assert e.window == 0.1, "the stream is over at the window's end: back to the base window"
 
 
 def test_a_throttled_sync_grows_nothing_but_a_stream_of_additions() -> None:
     lone = _Edge(0.1, 0.1)
     lone.changes = 1
-    lone.synced(10.0)
-    lone.throttled()
-    assert lone.window == 0.1, "a single change waiting for a token is no stream"
+    lone.synced(10.0, share=0.5)
+    assert not lone.throttled(0.5, waited=0.2)
+    assert lone.window == 0.1 and lone.last_sync == 10.0, "a single change is no stream"
     mixed = _Edge(0.1, 0.1)
     mixed.changes = STREAM_CHANGES
-    mixed.synced(10.0)
+    mixed.synced(10.0, share=0.5)
     mixed.change(10.02, removal=True)  # a removal came while that sync waited
-    mixed.throttled()
-    assert mixed.window == 0.1, "a removal keeps the short window"
+    assert not mixed.throttled(0.5, waited=0.2)
+    assert mixed.window == 0.1 and mixed.streak == 0, "a removal keeps the short window"
+
+
+async def _streaming_syncs(q: WorkQueue, keys: tuple[str, ...]) -> None:
+    """One streaming sync of each of ``keys`` (``STREAM_CHANGES`` changes each), done."""
+    for key in keys:
+        for _ in range(STREAM_CHANGES):
+            q.add(key, batch=0.1)
+    synced = {(await q.get())[0] for _ in keys}
+    assert synced == set(keys)
+    for key in keys:
+        q.done(key)
+
+
+async def test_the_share_counts_the_keys_streaming_now() -> None:
+    q = WorkQueue(write_rate=20.0)
+    now = asyncio.get_running_loop().time()
+    assert q._share(now) == 0.0
+    await _streaming_syncs(q, tuple(f"k{i}" for i in range(8)))
+    assert q._share(now) == pytest.approx(8 * STREAM_WRITES / 20.0)
+    q.add("lone", batch=0.1)  # a sync of one change streams nothing
+    await q.get()
+    q.done("lone")
+    assert q._share(now) == pytest.approx(8 * STREAM_WRITES / 20.0)
+    q.add("k0", batch=0.1, removal=True)  # a removal ends k0's stream
+    await q.get()
+    q.done("k0")
+    assert q._share(now) == pytest.approx(7 * STREAM_WRITES / 20.0)
+    later = now + STREAM_HORIZON * STREAM_MAX_WINDOW + 0.5
+    assert q._share(later) == 0.0, "streams that made no streaming sync for the horizon ended"
+    assert WorkQueue()._share(now) == 0.0, "no client rate limit: no share to keep to"
 
 
 async def test_the_queue_passes_a_throttled_sync_to_its_key_only() -> None:
-    q = WorkQueue()
-    for key in ("a", "b"):
-        for _ in range(STREAM_CHANGES):
-            q.add(key, batch=0.1)
-    synced = {(await q.get())[0], (await q.get())[0]}  # a streaming sync each
-    assert synced == {"a", "b"}
-    for key in synced:
-        q.done(key)
-    q.throttled("a")
-    q.throttled("unknown")  # a key without batching state: nothing to do
-    assert q._edges["a"].window == STREAM_MAX_WINDOW and q._edges["b"].window == 0.1
+    q = WorkQueue(write_rate=20.0)
+    await _streaming_syncs(q, ("a", "b"))
+    q.throttled("a", 0.3)
+    q.throttled("unknown", 0.3)  # a key without batching state: nothing to do
+    share = 2 * STREAM_WRITES / 20.0
+    assert q._edges["a"].window == pytest.approx(share) and q._edges["b"].window == 0.1
+
+
+async def test_a_throttled_streams_next_sync_counts_its_window_from_the_write() -> None:
+    q = WorkQueue(write_rate=2.0)  # one stream's share: 0.625 s
+    for _ in range(STREAM_CHANGES):
+        q.add("a", batch=0.1)
+    await q.get()
+    started = q._edges["a"].last_sync
+    for _ in range(STREAM_CHANGES):
+        q.add("a", batch=0.1)  # changes while the sync waits for its token: dirty
+    q.throttled("a", 0.2)  # its write went out 0.2 s after it started, carrying them
+    q.done("a")
+    edge = q._edges["a"]
+    assert edge.last_sync == _at(started + 0.2)
+    assert q._ready_at["a"] == _at(started + 0.2 + STREAM_WRITES / 2.0), (
+        "the changes of the wait were written: the next sync is a window after the write")
 
 
 @pytest.mark.parametrize(("cap", "longest"), [(0.3, 0.3), (2.0, 2.0), (0.05, 0.1)])
 async def test_a_stream_grows_up_to_the_queues_max_batch_and_never_past_it(
         cap: float, longest: float) -> None:
-    q = WorkQueue(max_batch=cap)  # --max-batch-period; at or below the base W: no growth
-    for _ in range(STREAM_CHANGES):
-        q.add("a", batch=0.1)
-    key = (await q.get())[0]
-    q.done(key)
-    q.throttled("a")  # a streaming sync that waited for its token: the longest window at once
+    q = WorkQueue(max_batch=cap, write_rate=0.5)  # --max-batch-period; at or below W: no growth
+    await _streaming_syncs(q, ("a",))
+    q.throttled("a", 0.0)  # a streaming sync that waited: its share (2.5 s), at most the cap
     e = q._edges["a"]
     assert e.window == pytest.approx(longest)
     for n in range(10):  # a stream that goes on never grows past it
         e.changes = STREAM_CHANGES
-        e.synced(100.0 + 10 * n)
+        e.synced(100.0 + 10 * n, share=10.0)
         assert e.window <= longest + 1e-9
     assert e.window == pytest.approx(longest)
     assert 0 < e.change(e.last_sync + 0.01, removal=False) <= longest, "held, at most the cap"

@@ -3,6 +3,7 @@ that landed does not reset the backoff of a key whose syncs still fail."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any, cast
 
 from slicectl.controller.controller import Controller, ControllerConfig
@@ -32,7 +33,7 @@ class _Failing:
 
 
 async def test_a_landed_write_does_not_reset_the_backoff_of_a_failing_key() -> None:
-    controller = Controller(cast(KubeClient, object()), ControllerConfig())
+    controller = Controller(cast(KubeClient, SimpleNamespace(qps=20.0)), ControllerConfig())
     failing = _Failing()
     controller.syncer = failing  # type: ignore[assignment]
     for _ in range(4):

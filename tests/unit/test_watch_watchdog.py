@@ -7,6 +7,7 @@ watch timeout + 30 s, 5-6 minutes), and ``--watch-inactivity-timeout`` sets it.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import cast
 
 from slicectl.cli.main import build_parser
@@ -35,5 +36,5 @@ def test_flag_sets_the_watchdog() -> None:
 async def test_every_informer_uses_the_configured_watchdog() -> None:
     opts = options_from_args(build_parser().parse_args(
         ["run", "--watch-inactivity-timeout=45s"]))
-    controller = Controller(cast(KubeClient, object()), opts.controller)
+    controller = Controller(cast(KubeClient, SimpleNamespace(qps=20.0)), opts.controller)
     assert _informer_timeouts(controller) == {45.0}
