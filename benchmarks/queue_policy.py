@@ -79,7 +79,7 @@ def replay(arrivals: list[Arrival], window: float = 0.1, sync_seconds: float = 0
             bucket.reserve()  # spent before the workload (start-up requests, placeholders)
     ordered = sorted(arrivals)
     uncovered: dict[str, list[float]] = {}
-    tokened: dict[str, tuple[float, float]] = {}  # key -> (its token is due, seconds waited)
+    tokened: dict[str, float] = {}  # key -> when the token its sync waits for is due
     finishing: dict[str, float] = {}  # key -> when its sync in flight ends
     waits: list[float] = []
     syncs = i = 0
@@ -93,7 +93,7 @@ def replay(arrivals: list[Arrival], window: float = 0.1, sync_seconds: float = 0
     while True:
         next_arrival = ordered[i][0] if i < len(ordered) else None
         next_done = min(finishing.values()) if finishing else None
-        next_token = min(due for due, _ in tokened.values()) if tokened else None
+        next_token = min(tokened.values()) if tokened else None
         due = queue.next_due()
         times = [x for x in (next_arrival, next_done, next_token, due) if x is not None]
         if not times:
@@ -105,9 +105,9 @@ def replay(arrivals: list[Arrival], window: float = 0.1, sync_seconds: float = 0
             queue.done(key)
         elif next_token is not None and next_token <= clock.now:
             key = min(tokened, key=tokened.__getitem__)
-            _, waited = tokened.pop(key)
+            del tokened[key]
             write(key)  # planned again at the token: what came meanwhile goes too
-            queue.throttled(key, waited)  # as the controller passes the wait on
+            queue.throttled(key)  # as the controller passes the wait on
         elif next_arrival is not None and next_arrival <= clock.now:
             _, key, removal = ordered[i]
             i += 1
@@ -121,7 +121,7 @@ def replay(arrivals: list[Arrival], window: float = 0.1, sync_seconds: float = 0
             if not uncovered.get(key):  # its changes went out with a write that waited
                 finishing[key] = clock.now + sync_seconds
             elif bucket is not None and (wait := bucket.reserve()) > 0:
-                tokened[key] = (clock.now + wait, wait)
+                tokened[key] = clock.now + wait
             else:
                 write(key)
     return Outcome(len(ordered), syncs, tuple(waits))

@@ -363,7 +363,7 @@ class Controller:
         else:
             self.queue.forget(key)
             if result.throttled:
-                self.queue.throttled(key, result.token_wait)
+                self.queue.throttled(key)
             self._outage.succeeded(key)
             self._initial_progress(key)
             if result.retry_after is not None:

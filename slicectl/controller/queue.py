@@ -36,11 +36,8 @@ explicit because every one of them prevents a production bug:
   window).
   A stream held back by the client's rate limit is recognised at once (:meth:`throttled`): a
   streaming sync that had to wait for its token takes its share without waiting for
-  ``STREAM_SYNCS``, and its next window counts from its write, which carried every change of
-  the wait (plan at the token). Counted from the sync's start, the wait ate into the window:
-  every stream was due again as soon as its write went out, they all queued for tokens, and
-  the bucket stayed dry for the whole stream (the benchmark's ``initial`` scenario on a real
-  server: 17-21 s of token waits in all, against none).
+  ``STREAM_SYNCS`` (in the benchmark's ``initial`` scenario, ten Deployments at once, the
+  bucket is dry from half a second in, before three streaming syncs of each have gone out).
   Any sync at the window's end without such a stream puts the window back to W (a sync
   asked for sooner by something else does not count), and so do a quiet spell as long as
   the grown window and any removal, at once; so replacements (a rollout removes as many as
@@ -186,18 +183,13 @@ class _Edge:
         elif not streaming:
             self.window = self.base
 
-    def throttled(self, share: float, waited: float) -> bool:
-        """The key's last sync waited ``waited`` seconds for a rate-limit token and then wrote
-        every change until then. If it was a streaming sync and nothing was removed since, the
-        stream takes at least its share of the client's rate at once, and its window runs from
-        that write (True): counted from the sync's start, the wait would eat into it and the
-        keys queued for tokens would keep the bucket dry."""
+    def throttled(self, share: float) -> None:
+        """The key's last sync had to wait for a rate-limit token: if it was a streaming sync
+        and nothing was removed since, the stream takes at least its share of the client's
+        rate now."""
         if self.streak > 0 and not self.removal:
             self.window = min(self.longest, max(self.window, self.base, share))
             self.streak = max(self.streak, STREAM_SYNCS)
-            self.last_sync += waited
-            return True
-        return False
 
     @property
     def mid_stream(self) -> bool:
@@ -333,16 +325,12 @@ class WorkQueue:
         self._schedule(key, self._now())
         return True
 
-    def throttled(self, key: str, waited: float) -> None:
-        """``key``'s sync that just finished waited ``waited`` seconds for its rate-limit token
-        (a stream held back by the client's limit: see the module doc). Call before
-        :meth:`done`: the changes that came during the wait were written, so a stream's next
-        sync counts its window from the write."""
+    def throttled(self, key: str) -> None:
+        """``key``'s sync that just finished had to wait for its rate-limit token (a stream
+        held back by the client's limit: see the module doc)."""
         edge = self._edges.get(key)
-        if edge is not None and edge.throttled(self._share(self._now()), waited):
-            due = edge.last_sync + edge.window
-            if (ready := self._dirty.get(key)) is not None and ready < due:
-                self._dirty[key] = due
+        if edge is not None:
+            edge.throttled(self._share(self._now()))
 
     def forget(self, key: str) -> None:
         """Reset the backoff of ``key`` after a successful sync."""

@@ -99,11 +99,7 @@ class SyncResult:
     # Endpoints per (address type, ports) group once the plan is applied, for the slice gauges.
     groups: Mapping[object, int] = field(default_factory=dict)
     slices: int = 0
-    token_wait: float = 0.0  # seconds its first write waited for a rate-limit token
-
-    @property
-    def throttled(self) -> bool:
-        return self.token_wait > 0
+    throttled: bool = False  # its first write waited for a rate-limit token
 
 
 class SliceWrites(Protocol):
@@ -270,7 +266,7 @@ class Syncer:
             # then, from the caches of that moment, so the write carries every change that
             # came meanwhile instead of leaving them to the next sync, a window later.
             await asyncio.sleep(wait)
-            return replace(await self._sync(key, trigger, token), token_wait=wait)
+            return replace(await self._sync(key, trigger, token), throttled=True)
         if invalid is not None:
             self._warn(sel, REASON_INVALID_SPEC, invalid.message)
         trigger_time = rfc3339_nano(trigger) if trigger is not None else None

@@ -7,8 +7,8 @@ during the wait instead of leaving them to the next sync a window later. Runs ag
 embedded server or a real cluster (``SLICECTL_TEST_KUBECONFIG``); it needs no fault knob.
 
 The controller passes that wait on to the queue (``WorkQueue.throttled``): a stream held back by
-the rate limit takes its share of the client's rate at once, counted from its write (the rule
-itself: tests/unit/test_queue.py).
+the rate limit takes its share of the client's rate at once (the rule itself:
+tests/unit/test_queue.py).
 """
 
 from __future__ import annotations
@@ -75,7 +75,6 @@ async def test_a_throttled_sync_writes_the_changes_that_came_while_it_waited(
         result = await asyncio.wait_for(sync, 10)
         assert len(result.writes.created) == 1 and result.writes.writes == 1
         assert result.throttled, "the controller learns that the sync waited for its token"
-        assert 0 < result.token_wait <= 0.5 + 1e-3, "and how long: the queue counts from then"
         (live,) = await slices_of(c.client, c.namespace, "web")
         assert sorted(e["targetRef"]["name"] for e in live["endpoints"]) == [
             "web-0", "web-1", "web-2"], "the write carried the pods that came during the wait"
@@ -137,9 +136,9 @@ async def test_the_controller_tells_the_queue_which_syncs_waited_for_their_token
         reported: list[str] = []
         throttled = queue.throttled
 
-        def record(key: str, waited: float) -> None:
+        def record(key: str) -> None:
             reported.append(key)
-            throttled(key, waited)
+            throttled(key)
 
         queue.throttled = record  # type: ignore[method-assign]
         # A pod every 100 ms asks for a sync (and a write) about as often: at 2 QPS with a

@@ -407,13 +407,12 @@ def test_a_streaming_sync_that_waited_for_its_token_takes_its_share_at_once() ->
     e.changes = STREAM_CHANGES
     e.synced(10.0, share=0.5)
     assert e.window == 0.1, "one streaming sync alone is not yet a stream"
-    assert e.throttled(0.5, waited=0.2)  # ... but it had to wait for a rate-limit token
+    e.throttled(0.5)  # ... but it had to wait for a rate-limit token
     assert e.window == 0.5 and e.streak >= STREAM_SYNCS
-    assert e.last_sync == pytest.approx(10.2), (
-        "its write carried every change until its token: the window runs from there")
-    assert e.throttled(0.2, waited=0.0) and e.window == 0.5, "never shrunk by a throttle"
+    e.throttled(0.2)
+    assert e.window == 0.5, "never shrunk by a throttle"
     e.changes = STREAM_CHANGES - 1
-    e.synced(10.2 + 0.5, share=0.5)
+    e.synced(10.5, share=0.5)
     assert e.window == 0.1, "the stream is over at the window's end: back to the base window"
 
 
@@ -421,13 +420,13 @@ def test_a_throttled_sync_grows_nothing_but_a_stream_of_additions() -> None:
     lone = _Edge(0.1, 0.1)
     lone.changes = 1
     lone.synced(10.0, share=0.5)
-    assert not lone.throttled(0.5, waited=0.2)
-    assert lone.window == 0.1 and lone.last_sync == 10.0, "a single change is no stream"
+    lone.throttled(0.5)
+    assert lone.window == 0.1, "a single change waiting for a token is no stream"
     mixed = _Edge(0.1, 0.1)
     mixed.changes = STREAM_CHANGES
     mixed.synced(10.0, share=0.5)
     mixed.change(10.02, removal=True)  # a removal came while that sync waited
-    assert not mixed.throttled(0.5, waited=0.2)
+    mixed.throttled(0.5)
     assert mixed.window == 0.1 and mixed.streak == 0, "a removal keeps the short window"
 
 
@@ -464,26 +463,10 @@ async def test_the_share_counts_the_keys_streaming_now() -> None:
 async def test_the_queue_passes_a_throttled_sync_to_its_key_only() -> None:
     q = WorkQueue(write_rate=20.0)
     await _streaming_syncs(q, ("a", "b"))
-    q.throttled("a", 0.3)
-    q.throttled("unknown", 0.3)  # a key without batching state: nothing to do
+    q.throttled("a")
+    q.throttled("unknown")  # a key without batching state: nothing to do
     share = 2 * STREAM_WRITES / 20.0
     assert q._edges["a"].window == pytest.approx(share) and q._edges["b"].window == 0.1
-
-
-async def test_a_throttled_streams_next_sync_counts_its_window_from_the_write() -> None:
-    q = WorkQueue(write_rate=2.0)  # one stream's share: 0.625 s
-    for _ in range(STREAM_CHANGES):
-        q.add("a", batch=0.1)
-    await q.get()
-    started = q._edges["a"].last_sync
-    for _ in range(STREAM_CHANGES):
-        q.add("a", batch=0.1)  # changes while the sync waits for its token: dirty
-    q.throttled("a", 0.2)  # its write went out 0.2 s after it started, carrying them
-    q.done("a")
-    edge = q._edges["a"]
-    assert edge.last_sync == _at(started + 0.2)
-    assert q._ready_at["a"] == _at(started + 0.2 + STREAM_WRITES / 2.0), (
-        "the changes of the wait were written: the next sync is a window after the write")
 
 
 @pytest.mark.parametrize(("cap", "longest"), [(0.3, 0.3), (2.0, 2.0), (0.05, 0.1)])
@@ -491,7 +474,7 @@ async def test_a_stream_grows_up_to_the_queues_max_batch_and_never_past_it(
         cap: float, longest: float) -> None:
     q = WorkQueue(max_batch=cap, write_rate=0.5)  # --max-batch-period; at or below W: no growth
     await _streaming_syncs(q, ("a",))
-    q.throttled("a", 0.0)  # a streaming sync that waited: its share (2.5 s), at most the cap
+    q.throttled("a")  # a streaming sync that waited: its share (2.5 s), at most the cap
     e = q._edges["a"]
     assert e.window == pytest.approx(longest)
     for n in range(10):  # a stream that goes on never grows past it

@@ -32,16 +32,16 @@ def test_ten_streams_share_the_clients_rate_and_wait_no_longer_than_their_share(
     share = 10 * STREAM_WRITES / 20.0  # 0.625 s
     o = replay(stream(selectors=10), qps=20.0)  # ten Deployments created at once
     assert o.syncs_per_change <= 0.1, f"{o.syncs} syncs for {o.changes} changes"
-    assert max(o.waits) <= share + 0.05, "no change waits much longer than the share"
+    assert o.wait_ms(0.99) <= 1000 * share + 50.0, "changes wait about the share at most"
+    assert max(o.waits) <= share + 0.1, "and a token's wait on top of it at worst"
     alone = replay(stream(selectors=10))  # no rate limit: nothing to share, the base window
     assert max(alone.waits) <= 0.1 + SETTLE_MAX, f"{max(alone.waits):.3f} s"
     assert alone.syncs > 3 * o.syncs
 
 
 def test_streams_that_start_on_a_spent_bucket_are_not_held_past_their_share() -> None:
-    # The initial scenario: the start-up spent most of the burst. Counted from the sync's
-    # start instead of its write, the token waits ate the windows: the streams kept the
-    # bucket dry and their newcomers waited for tokens on top of the window.
+    # The initial scenario: the start-up spent most of the burst. Grown to 1 s each, the
+    # streams' newcomers waited up to a second (p99 915 ms, 42 syncs).
     o = replay(stream(selectors=10, seconds=2.0), qps=20.0, tokens=10)
     assert o.wait_ms(0.99) <= 10 * STREAM_WRITES / 20.0 * 1000 + 50.0
     assert o.syncs <= 70, f"{o.syncs} syncs for {o.changes} changes"
