@@ -174,7 +174,7 @@ class _Edge:
         self.last_sync = now
         if early and not self.removal:
             return
-        streaming = self.changes >= STREAM_CHANGES and not self.removal
+        streaming = self.streaming
         self.removal = False
         self.changes = 0
         self.streak = self.streak + 1 if streaming else 0
@@ -192,9 +192,14 @@ class _Edge:
             self.streak = max(self.streak, STREAM_SYNCS)
 
     @property
+    def streaming(self) -> bool:
+        """The changes since the last sync stream: ``STREAM_CHANGES`` or more, no removal."""
+        return self.changes >= STREAM_CHANGES and not self.removal
+
+    @property
     def mid_stream(self) -> bool:
         """The last sync was a streaming one and the changes held since stream on."""
-        return self.streak > 0 and not self.removal and self.changes >= STREAM_CHANGES
+        return self.streak > 0 and self.streaming
 
 
 class ShutDown(Exception):
@@ -452,7 +457,7 @@ class WorkQueue:
     def _edge_synced(self, key: str, now: float) -> None:
         edge = self._edges.get(key)
         if edge is not None:
-            if edge.changes >= STREAM_CHANGES and not edge.removal:
+            if edge.streaming:
                 self._streams.pop(key, None)
                 self._streams[key] = now
             else:
