@@ -580,6 +580,23 @@ async def test_a_held_burst_waits_for_a_longer_gap_than_a_few_changes() -> None:
     assert q._settled("k", due) == _at(due + SETTLE_MAX), "still capped"
 
 
+async def test_a_key_in_mid_stream_is_synced_at_its_windows_end_without_settling() -> None:
+    q = WorkQueue()
+    edge = await _held(q)
+    edge.streak = 1  # its last sync was a streaming one (a scale-up going on) ...
+    for _ in range(STREAM_CHANGES - 1):
+        q.add("k", batch=0.1)
+    assert edge.changes == STREAM_CHANGES and edge.mid_stream
+    due = edge.last_sync + edge.window
+    edge.last_change = due - SETTLE_GAP / 2  # ... and it is still arriving at the window's end
+    assert q._settled("k", due) == due, "a stream has no end to wait for"
+    edge.removal = True  # a removal among the held changes: a rollout step, not a stream
+    assert not edge.mid_stream
+    assert q._settled("k", due) == _at(due - SETTLE_GAP / 2 + SETTLE_BURST_GAP)
+    edge.removal, edge.streak = False, 0  # the first held sync of a burst still settles
+    assert q._settled("k", due) == _at(due - SETTLE_GAP / 2 + SETTLE_BURST_GAP)
+
+
 async def test_leading_edge_syncs_and_retries_never_settle() -> None:
     q = WorkQueue()
     q.add("quiet", batch=0.1)  # never synced: the leading edge, at once
