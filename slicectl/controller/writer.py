@@ -1,8 +1,10 @@
 """Apply a plan: the only code that writes EndpointSlices.
 
-Writes go in the order creates, updates, deletes, so an endpoint moving between slices is
-briefly duplicated rather than briefly missing. Every acknowledged write is recorded in the
-tracker before the next one starts, so its watch echo is recognised as ours.
+Writes go in the plan's stages (:func:`~slicectl.reconcile.write_stages`), the writes of one
+stage concurrently: a sync's pods wait for one round trip, not one per slice, and an endpoint
+moving between slices is still briefly duplicated rather than briefly missing. Every
+acknowledged write is recorded in the tracker as soon as its answer comes, so its watch echo is
+recognised as ours.
 
 Updates are JSON merge patches carrying only the changed fields plus the cached
 ``metadata.resourceVersion`` as a precondition. A 409 means the cached copy of that one slice
@@ -25,6 +27,7 @@ cleared by a definite answer, so the next sync looks at the server before creati
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,7 +39,14 @@ from slicectl.kube.errors import AlreadyExists, ApiError, Conflict, NotFound, Se
 from slicectl.kube.resources import ENDPOINTSLICES
 from slicectl.model.parse import parse_slice, parse_version
 from slicectl.model.records import ObjectVersion, SelectorRecord, SliceRecord
-from slicectl.reconcile import Plan, SliceUpdate, new_slice_body, slice_patch
+from slicectl.reconcile import (
+    Plan,
+    SliceSpec,
+    SliceUpdate,
+    new_slice_body,
+    slice_patch,
+    write_stages,
+)
 
 CONFLICT_RETRIES = 3
 __all__ = ["NotLeading", "Prepaid", "SliceVanished", "SliceWriter", "WriteResult"]
@@ -132,39 +142,68 @@ class SliceWriter:
         self, key: str, selector: SelectorRecord, plan: Plan, trigger_time: str | None,
         result: WriteResult | None = None, token: Prepaid | None = None,
     ) -> WriteResult:
-        """Apply ``plan``; acknowledged writes land in ``result`` even if a later one fails.
-        The first write uses ``token`` if it holds one."""
+        """Apply ``plan``, stage by stage (:func:`~slicectl.reconcile.write_stages`), the writes
+        of a stage concurrently; acknowledged writes land in ``result`` even if another fails.
+        A stage with a failed write lets its other writes finish, then raises the first
+        failure (in plan order) and starts no later stage. The first write uses ``token`` if
+        it holds one."""
         result = result if result is not None else WriteResult()
         token = token if token is not None else Prepaid()
-        ns = selector.namespace
-        for spec in plan.creates:
-            self._check()
-            body = new_slice_body(selector, spec, trigger_time)
-            try:
-                raw = await self._create(key, body, ns, token)
-            except AlreadyExists:  # generateName collision: the server picked a taken name
-                raw = await self._create(key, body, ns, token)
-            created = parse_slice(raw)
-            self._tracker.wrote(key, created.uid, created.generation)
-            result.created.append(created)
-        for update in plan.updates:
-            updated = await self._update(key, selector, update, trigger_time, result, token)
-            if updated is not None:
-                result.updated.append(updated)
-        for old in plan.deletes:
-            self._check()
-            try:
-                await self._client.delete(
-                    ENDPOINTSLICES, old.name, ns, preconditions={"uid": old.uid},
-                    guard=self._guard, prepaid=token.use(),
-                )
-            except NotFound:
-                continue  # already gone: nothing to wait for
-            except Conflict:
-                continue  # the name now holds another object (uid precondition failed)
-            self._tracker.deleted(key, old.uid)
-            result.deleted.append(old)
+        for stage in write_stages(plan):
+            writes = [
+                *(self._create_one(key, selector, spec, trigger_time, result, token)
+                  for spec in stage.creates),
+                *(self._update_one(key, selector, update, trigger_time, result, token)
+                  for update in stage.updates),
+                *(self._delete_one(key, selector, old, result, token) for old in stage.deletes),
+            ]
+            if len(writes) == 1:
+                await writes[0]
+                continue
+            outcomes = await asyncio.gather(*writes, return_exceptions=True)
+            for outcome in outcomes:
+                if isinstance(outcome, BaseException):
+                    raise outcome
         return result
+
+    async def _create_one(
+        self, key: str, selector: SelectorRecord, spec: SliceSpec, trigger_time: str | None,
+        result: WriteResult, token: Prepaid,
+    ) -> None:
+        self._check()
+        body = new_slice_body(selector, spec, trigger_time)
+        try:
+            raw = await self._create(key, body, selector.namespace, token)
+        except AlreadyExists:  # generateName collision: the server picked a taken name
+            raw = await self._create(key, body, selector.namespace, token)
+        created = parse_slice(raw)
+        self._tracker.wrote(key, created.uid, created.generation)
+        result.created.append(created)
+
+    async def _update_one(
+        self, key: str, selector: SelectorRecord, update: SliceUpdate, trigger_time: str | None,
+        result: WriteResult, token: Prepaid,
+    ) -> None:
+        updated = await self._update(key, selector, update, trigger_time, result, token)
+        if updated is not None:
+            result.updated.append(updated)
+
+    async def _delete_one(
+        self, key: str, selector: SelectorRecord, old: SliceRecord, result: WriteResult,
+        token: Prepaid,
+    ) -> None:
+        self._check()
+        try:
+            await self._client.delete(
+                ENDPOINTSLICES, old.name, selector.namespace, preconditions={"uid": old.uid},
+                guard=self._guard, prepaid=token.use(),
+            )
+        except NotFound:
+            return  # already gone: nothing to wait for
+        except Conflict:
+            return  # the name now holds another object (uid precondition failed)
+        self._tracker.deleted(key, old.uid)
+        result.deleted.append(old)
 
     async def _update(
         self,

@@ -1,9 +1,10 @@
 """The functional core: selector + pods -> desired endpoints; desired + existing slices -> a plan
-of writes; plan entries -> API bodies and merge patches; the trigger time of a first sync. Pure,
-no I/O; imports only model/.
+of writes, and the stages it goes out in; plan entries -> API bodies and merge patches; the
+trigger time of a first sync. Pure, no I/O; imports only model/.
 """
 
 from slicectl.reconcile.desired import EndpointMemo
+from slicectl.reconcile.order import write_stages
 from slicectl.reconcile.plan import is_managed, plan
 from slicectl.reconcile.render import endpoint_to_json, new_slice_body, port_to_json, slice_patch
 from slicectl.reconcile.trigger import first_sync_trigger
@@ -22,4 +23,5 @@ __all__ = [
     "plan",
     "port_to_json",
     "slice_patch",
+    "write_stages",
 ]

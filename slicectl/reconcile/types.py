@@ -1,8 +1,9 @@
 """The planner's inputs and outputs: settings, the slices it wants, and the plan of writes.
 
 A :class:`Plan` is the whole contract between the pure core and the controller: the controller
-applies ``creates``, then ``updates``, then ``deletes`` (an endpoint moving between slices is
-briefly duplicated rather than briefly missing) and reports the counts as metrics.
+applies it in the stages :func:`~slicectl.reconcile.order.write_stages` gives (an endpoint
+moving between slices is briefly duplicated rather than briefly missing) and reports the
+counts as metrics.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Restart safety: SIGKILL mid-sync, start again, converge without duplicates or rewrites.
 
 The controller runs as a real ``slicectl run`` process. On the embedded server every request
-gets 150 ms of injected latency so the kill lands between two slice creates; on a real cluster
-the kill lands wherever it lands and the same assertions hold.
+gets 150 ms of injected latency, and the first process may send 5 requests a second (a sync's
+creates go out together, paced only by the rate limiter), so the kill lands between two slice
+creates; on a real cluster the kill lands wherever it lands and the same assertions hold.
 """
 
 from __future__ import annotations
@@ -29,11 +30,13 @@ PORTS = [{"name": "http", "targetPort": 8080}]
 
 
 @contextlib.asynccontextmanager
-async def slicectl_process(c: Cluster) -> AsyncIterator[asyncio.subprocess.Process]:
+async def slicectl_process(
+    c: Cluster, qps: int = 1000, burst: int = 1000
+) -> AsyncIterator[asyncio.subprocess.Process]:
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "slicectl", "run", "--kubeconfig", c.kubeconfig,
         "--namespace", c.namespace, "--metrics-bind-address=0",
-        "--health-probe-bind-address=0", "--kube-api-qps=1000", "--kube-api-burst=1000",
+        "--health-probe-bind-address=0", f"--kube-api-qps={qps}", f"--kube-api-burst={burst}",
         "--batch-period=0s", "--log-format=json",
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
@@ -64,7 +67,7 @@ async def test_sigkill_mid_sync_then_restart_converges_without_duplicates(
     writes = SliceWrites(c.client, c.namespace)
     await writes.start()
 
-    async with slicectl_process(c) as first:
+    async with slicectl_process(c, qps=5, burst=1) as first:
         async def small_done() -> bool:
             return sum(len(s["endpoints"]) for s in
                        await slices_of(c.client, c.namespace, "small")) == 30

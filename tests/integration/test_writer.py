@@ -1,7 +1,9 @@
-"""SliceWriter against a real API server: a 409 refreshes the one slice and retries at once.
+"""SliceWriter against a real API server: a 409 refreshes the one slice and retries at once;
+a plan's writes go out stage by stage.
 
 The writer is driven directly with plans built from a deliberately stale copy of a slice, so
-the server's optimistic-concurrency check fires deterministically.
+the server's optimistic-concurrency check fires deterministically; and with plans of several
+writes, to see which go out together and which wait (the stages of ``write_stages``).
 """
 
 from __future__ import annotations
@@ -9,16 +11,17 @@ from __future__ import annotations
 import pytest
 
 from slicectl.controller.tracker import SliceTracker
-from slicectl.controller.writer import SliceVanished, SliceWriter
+from slicectl.controller.writer import SliceVanished, SliceWriter, WriteResult
 from slicectl.kube.resources import ENDPOINTSLICES
 from slicectl.model.apis import SLICECTL
 from slicectl.model.parse import parse_selector, parse_slice
-from slicectl.model.records import PodRecord, SelectorRecord
-from slicectl.reconcile import Settings, plan
+from slicectl.model.records import Endpoint, PodRecord, SelectorRecord, SliceRecord
+from slicectl.reconcile import Plan, Settings, SliceSpec, SliceUpdate, plan
 from tests.integration.conftest import Cluster
 from tests.integration.support import ESEL, selector_body
 
 KEY = "slicectl.io/ns/web"
+HOLD = 0.5  # seconds the server holds each EndpointSlice request in the concurrency tests
 
 
 def pod(i: int, ready: bool = True, ns: str = "") -> PodRecord:
@@ -95,3 +98,85 @@ async def test_a_slice_deleted_meanwhile_is_tolerated_on_delete_and_reported_on_
     stale = [by_pod["web-0"], by_pod["web-1"]]
     with pytest.raises(SliceVanished):
         await writer.apply(KEY, sel, plan(sel, flipped, {}, stale, one), None)
+
+
+def _respec(base: SliceRecord, endpoints: tuple[Endpoint, ...]) -> SliceSpec:
+    return SliceSpec(base.address_type, base.ports, endpoints, base.labels)
+
+
+async def _one_pod_slices(c: Cluster, writer: SliceWriter, sel: SelectorRecord,
+                          n: int) -> dict[str, SliceRecord]:
+    """``n`` slices of one endpoint each, by pod name."""
+    pods = [pod(i, ns=c.namespace) for i in range(n)]
+    one = Settings(max_endpoints_per_slice=1)
+    created = (await writer.apply(KEY, sel, plan(sel, pods, {}, [], one), None)).created
+    return {s.endpoints[0].target.name: s for s in created if s.endpoints[0].target}
+
+
+@pytest.mark.embedded_only(reason="fault injection: every EndpointSlice request answered late")
+async def test_independent_writes_of_a_plan_go_out_together(cluster: Cluster) -> None:
+    """Three slices to rewrite, each request held 0.5 s by the server: the three are sent at
+    once, so the server acts on them within one hold of each other (one after another, the
+    last would come two holds after the first)."""
+    c = cluster
+    assert c.server is not None
+    sel = await selector(c)
+    writer = SliceWriter(c.client, SliceTracker())
+    slices = await _one_pod_slices(c, writer, sel, 3)
+    flipped = [pod(i, ready=False, ns=c.namespace) for i in range(3)]
+    wanted = plan(sel, flipped, {}, list(slices.values()), Settings(max_endpoints_per_slice=1))
+    assert len(wanted.updates) == 3
+    c.server.faults.resource_latency["endpointslices"] = HOLD
+    c.server.faults.record_writes = True
+    result = await writer.apply(KEY, sel, wanted, None)
+    assert len(result.updated) == 3
+    acted = [w.at for w in c.server.faults.writes if w.resource == "endpointslices"]
+    assert len(acted) == 3 and max(acted) - min(acted) < HOLD, acted
+    for s in slices.values():
+        live = parse_slice(await c.client.get(ENDPOINTSLICES, s.name, c.namespace))
+        assert [e.ready for e in live.endpoints] == [False]
+
+
+@pytest.mark.embedded_only(reason="fault injection: every EndpointSlice request answered late")
+async def test_a_moving_endpoint_is_listed_by_its_new_slice_before_its_old_one_drops_it(
+    cluster: Cluster,
+) -> None:
+    c = cluster
+    assert c.server is not None
+    sel = await selector(c)
+    writer = SliceWriter(c.client, SliceTracker())
+    slices = await _one_pod_slices(c, writer, sel, 2)
+    old, new = slices["web-0"], slices["web-1"]
+    move = Plan(updates=(SliceUpdate(old, _respec(old, ())),
+                         SliceUpdate(new, _respec(new, (*new.endpoints, *old.endpoints)))))
+    c.server.faults.resource_latency["endpointslices"] = HOLD
+    c.server.faults.record_writes = True
+    await writer.apply(KEY, sel, move, None)
+    acted = {w.name: w.at for w in c.server.faults.writes if w.resource == "endpointslices"}
+    # the drop was sent only once the addition was answered, so it was held after it
+    assert acted[old.name] - acted[new.name] >= 0.9 * HOLD, acted
+    live = parse_slice(await c.client.get(ENDPOINTSLICES, new.name, c.namespace))
+    assert sorted(e.target.name for e in live.endpoints if e.target) == ["web-0", "web-1"]
+
+
+async def test_a_failed_write_lets_its_stage_finish_and_stops_the_plan(
+    cluster: Cluster,
+) -> None:
+    """A stage's other writes still land and are reported; no later stage is started."""
+    c = cluster
+    sel = await selector(c)
+    writer = SliceWriter(c.client, SliceTracker())
+    slices = await _one_pod_slices(c, writer, sel, 3)
+    gone, kept, doomed = slices["web-0"], slices["web-1"], slices["web-2"]
+    await c.client.delete(ENDPOINTSLICES, gone.name, c.namespace)
+    fresh = plan(sel, [pod(5, ns=c.namespace)], {}, [], Settings())
+    mixed = Plan(creates=fresh.creates,
+                 updates=(SliceUpdate(gone, _respec(gone, ())),),
+                 deletes=(doomed,))  # a delete waits for the create: a second stage
+    result = WriteResult()
+    with pytest.raises(SliceVanished):
+        await writer.apply(KEY, sel, mixed, None, result)
+    assert len(result.created) == 1 and result.deleted == []
+    await c.client.get(ENDPOINTSLICES, result.created[0].name, c.namespace)
+    await c.client.get(ENDPOINTSLICES, doomed.name, c.namespace)  # not deleted
+    await c.client.get(ENDPOINTSLICES, kept.name, c.namespace)
