@@ -147,10 +147,11 @@ def poisson_flap(selectors: int = 10, rate: float = 20.0, seconds: float = 60.0,
 
 
 def stream(selectors: int = 10, pods: int = 200, seconds: float = 7.5,
-           seed: int = 1) -> list[Arrival]:
-    """Pods added to every selector at random times over ``seconds`` (an initial creation)."""
+           seed: int = 1, removal: bool = False) -> list[Arrival]:
+    """Pods added to (or with ``removal``, deleted from) every selector at random times over
+    ``seconds`` (an initial creation, a scale-down)."""
     rng = random.Random(seed)
-    return [(1000.0 + rng.uniform(0.0, seconds), f"sel-{s}", False)
+    return [(1000.0 + rng.uniform(0.0, seconds), f"sel-{s}", removal)
             for s in range(selectors) for _ in range(pods)]
 
 
@@ -174,6 +175,8 @@ WORKLOADS: dict[str, Callable[[], list[Arrival]]] = {
     "stream, 10 selectors x 200 adds over 2 s": lambda: stream(seconds=2.0),
     "scale-up, 1 selector x 500 adds over 1.2 s": lambda: stream(1, 500, 1.2),
     "slow scale-up, 1 selector x 500 adds over 30 s": lambda: stream(1, 500, 30.0),
+    "scale-down, 1 selector x 500 removals over 1.2 s": lambda: stream(1, 500, 1.2,
+                                                                       removal=True),
     "bursts, 20 x (25 adds, 25 removals)": bursts,
 }
 

@@ -55,7 +55,12 @@ explicit because every one of them prevents a production bug:
   (an isolated change still costs no delay), a grown window waits for its stream's pause as
   above instead, and a key in mid-stream (its last sync streamed, and it holds a stream's
   worth of changes again) does not settle at all: a stream has no end to wait for, and
-  settling it made each window of a scale-up up to ``SETTLE_MAX`` longer;
+  settling it made each window of a scale-up up to ``SETTLE_MAX`` longer. Nor does a key
+  whose last held sync was *unbroken*: its changes came with no settling gap from the one
+  before that sync's window to the sync itself (at its settle cap, with changes still
+  arriving). Removals stream too (a scale-down's deletions), and settling each of their
+  windows made them twice as long; a burst that began inside a window (a rollout step)
+  has a gap before it and still settles next time;
 * ``add(..., min_interval=M)`` holds a key until M seconds after its last sync started (at once
   if it has not been synced that long): syncs caused by someone else's slice changes use it, as
   upstream's ``endpointSliceChangeMinSyncDelay`` does, so a repair that is undone each time (a
@@ -117,6 +122,9 @@ class _Edge:
     last_change: float = -math.inf  # loop time of the latest change
     held: bool = False  # a change since the last sync waited for the window
     spacing: float = math.inf  # average gap between changes (see the module doc), once known
+    widest: float = 0.0  # the widest gap between changes since the last sync
+    unbroken: bool = False  # the last sync at its window's end was held, and its changes
+    # came with no settling gap from before that window to the sync itself
 
     @property
     def grown(self) -> bool:
@@ -151,6 +159,7 @@ class _Edge:
                 self.spacing + SPACING_WEIGHT * (counted - self.spacing))
         self.changes += 1
         self.last_change = now
+        self.widest = max(self.widest, gap)
         if removal:  # a removal never waits for a window grown for additions
             self.removal, self.window, self.streak = True, self.base, 0
         wait = max(0.0, self.last_sync + self.window - now)
@@ -169,11 +178,14 @@ class _Edge:
         a sync woken once the cache shows our last write): it says nothing about the stream,
         so it neither grows nor resets the window, and its changes count towards the next.
         """
-        self.held = False
+        held, self.held = self.held, False
         early = now < self.last_sync + self.window
         self.last_sync = now
         if early and not self.removal:
             return
+        gap = SETTLE_BURST_GAP if self.changes >= STREAM_CHANGES else SETTLE_GAP
+        self.unbroken = held and max(self.widest, now - self.last_change) < gap - TIMER_SLACK
+        self.widest = 0.0
         streaming = self.streaming
         self.removal = False
         self.changes = 0
@@ -449,7 +461,7 @@ class WorkQueue:
             return now  # a retry is not a burst
         if edge.grown:  # until its stream pauses, or the grown window's end
             return max(now, min(edge.last_change + edge.pause, edge.last_sync + edge.window))
-        if edge.mid_stream:
+        if edge.mid_stream or edge.unbroken:
             return now  # a stream goes on: the window's end is as good a cut as any
         gap = SETTLE_BURST_GAP if edge.changes >= STREAM_CHANGES else SETTLE_GAP
         return max(now, min(edge.last_change + gap, edge.settle_cap))

@@ -91,3 +91,13 @@ def test_a_bucket_spent_before_the_workload_makes_its_first_write_wait() -> None
     full, spent = replay(arrivals, qps=20.0), replay(arrivals, qps=20.0, tokens=0)
     assert full.waits == (0.0,), "a full bucket lets a leading-edge write go at once"
     assert spent.waits[0] >= 1 / 20.0 - 1e-9, "an empty bucket holds it for one token"
+
+
+def test_a_scale_down_that_goes_on_is_not_settled_window_after_window() -> None:
+    # 500 deletions over 1.2 s, no gap in them: the first held sync settles to its cap, and
+    # from then on the stream is known to go on and each sync comes at its window's end.
+    # Settling every window made them 200 ms long (7 syncs, waits p50 105 ms, p90 185 ms).
+    o = replay(stream(selectors=1, pods=500, seconds=1.2, removal=True), qps=20.0)
+    assert o.wait_ms(0.5) <= 60.0, f"p50 {o.wait_ms(0.5):.0f} ms"
+    assert o.wait_ms(0.9) <= 100.0 + 10.0, f"p90 {o.wait_ms(0.9):.0f} ms"
+    assert max(o.waits) <= 0.1 + SETTLE_MAX + 0.01, "the first window still settles, once"
