@@ -55,12 +55,13 @@ explicit because every one of them prevents a production bug:
   (an isolated change still costs no delay), a grown window waits for its stream's pause as
   above instead, and a key in mid-stream (its last sync streamed, and it holds a stream's
   worth of changes again) does not settle at all: a stream has no end to wait for, and
-  settling it made each window of a scale-up up to ``SETTLE_MAX`` longer. Nor does a key
-  whose last held sync was *unbroken*: its changes came with no settling gap from the one
-  before that sync's window to the sync itself (at its settle cap, with changes still
-  arriving). Removals stream too (a scale-down's deletions), and settling each of their
-  windows made them twice as long; a burst that began inside a window (a rollout step)
-  has a gap before it and still settles next time;
+  settling it made each window of a scale-up up to ``SETTLE_MAX`` longer. Nor does a
+  held sync whose changes have been *flowing*: no settling gap between them from before its
+  window (from the change that took the leading edge, say) to its due time. That is a stream
+  too, of additions or removals (a scale-down's deletions), with no end to wait for; settling
+  it kept the changes of a stream's first window waiting up to ``SETTLE_MAX`` more, and every
+  window of a scale-down twice as long. A burst that begins inside a window (a rollout step)
+  has a gap before it and still settles;
 * ``add(..., min_interval=M)`` holds a key until M seconds after its last sync started (at once
   if it has not been synced that long): syncs caused by someone else's slice changes use it, as
   upstream's ``endpointSliceChangeMinSyncDelay`` does, so a repair that is undone each time (a
@@ -123,8 +124,6 @@ class _Edge:
     held: bool = False  # a change since the last sync waited for the window
     spacing: float = math.inf  # average gap between changes (see the module doc), once known
     widest: float = 0.0  # the widest gap between changes since the last sync
-    unbroken: bool = False  # the last sync at its window's end was held, and its changes
-    # came with no settling gap from before that window to the sync itself
 
     @property
     def grown(self) -> bool:
@@ -178,13 +177,11 @@ class _Edge:
         a sync woken once the cache shows our last write): it says nothing about the stream,
         so it neither grows nor resets the window, and its changes count towards the next.
         """
-        held, self.held = self.held, False
+        self.held = False
         early = now < self.last_sync + self.window
         self.last_sync = now
         if early and not self.removal:
             return
-        gap = SETTLE_BURST_GAP if self.changes >= STREAM_CHANGES else SETTLE_GAP
-        self.unbroken = held and max(self.widest, now - self.last_change) < gap - TIMER_SLACK
         self.widest = 0.0
         streaming = self.streaming
         self.removal = False
@@ -207,6 +204,11 @@ class _Edge:
     def streaming(self) -> bool:
         """The changes since the last sync stream: ``STREAM_CHANGES`` or more, no removal."""
         return self.changes >= STREAM_CHANGES and not self.removal
+
+    def flowing(self, now: float) -> bool:
+        """Changes have come with no settling gap since before the last sync, up to ``now``."""
+        gap = SETTLE_BURST_GAP if self.changes >= STREAM_CHANGES else SETTLE_GAP
+        return max(self.widest, now - self.last_change) < gap - TIMER_SLACK
 
     @property
     def mid_stream(self) -> bool:
@@ -461,7 +463,7 @@ class WorkQueue:
             return now  # a retry is not a burst
         if edge.grown:  # until its stream pauses, or the grown window's end
             return max(now, min(edge.last_change + edge.pause, edge.last_sync + edge.window))
-        if edge.mid_stream or edge.unbroken:
+        if edge.mid_stream or edge.flowing(now):
             return now  # a stream goes on: the window's end is as good a cut as any
         gap = SETTLE_BURST_GAP if edge.changes >= STREAM_CHANGES else SETTLE_GAP
         return max(now, min(edge.last_change + gap, edge.settle_cap))

@@ -553,6 +553,7 @@ async def _held(q: WorkQueue, key: str = "k", batch: float = 0.1) -> _Edge:
 async def test_a_held_sync_settles_while_its_burst_still_arrives_up_to_a_cap() -> None:
     q = WorkQueue()
     edge = await _held(q)
+    edge.widest = 2 * SETTLE_BURST_GAP  # the burst began inside the window, after a gap
     due = edge.last_sync + edge.window
     edge.last_change = due - SETTLE_GAP / 2  # the burst is still arriving when the sync is due
     assert q._settled("k", due) == _at(due + SETTLE_GAP / 2)
@@ -566,6 +567,7 @@ async def test_a_held_sync_settles_while_its_burst_still_arrives_up_to_a_cap() -
 async def test_a_held_burst_waits_for_a_longer_gap_than_a_few_changes() -> None:
     q = WorkQueue()
     edge = await _held(q)  # one change since the last sync
+    edge.widest = 2 * SETTLE_BURST_GAP  # after a gap inside the window
     due = edge.last_sync + edge.window
     pause = (SETTLE_GAP + SETTLE_BURST_GAP) / 2  # longer than a trickle's gap, inside a burst's
     edge.last_change = due - pause
@@ -591,9 +593,26 @@ async def test_a_key_in_mid_stream_is_synced_at_its_windows_end_without_settling
     edge.last_change = due - SETTLE_GAP / 2  # ... and it is still arriving at the window's end
     assert q._settled("k", due) == due, "a stream has no end to wait for"
     edge.removal = True  # a removal among the held changes: a rollout step, not a stream
+    edge.widest = 2 * SETTLE_BURST_GAP  # that began inside the window, after a gap
     assert not edge.mid_stream
     assert q._settled("k", due) == _at(due - SETTLE_GAP / 2 + SETTLE_BURST_GAP)
     edge.removal, edge.streak = False, 0  # the first held sync of a burst still settles
+    assert q._settled("k", due) == _at(due - SETTLE_GAP / 2 + SETTLE_BURST_GAP)
+
+
+async def test_changes_that_flow_from_before_the_window_to_its_end_are_not_settled() -> None:
+    # A scale-up's or a scale-down's first held sync: its changes have come a few
+    # milliseconds apart since the leading edge. Settling it kept the pods of the stream's
+    # first window waiting up to SETTLE_MAX more (p99 188 ms in the replay's 1.2 s streams).
+    q = WorkQueue()
+    edge = await _held(q)
+    for _ in range(STREAM_CHANGES):
+        q.add("k", batch=0.1)
+    due = edge.last_sync + edge.window
+    edge.last_change = due - SETTLE_GAP / 2
+    assert edge.widest < SETTLE_GAP and not edge.mid_stream
+    assert q._settled("k", due) == due, "no gap since before the window: a stream"
+    edge.widest = 2 * SETTLE_BURST_GAP  # a gap inside the window: a burst, still settled
     assert q._settled("k", due) == _at(due - SETTLE_GAP / 2 + SETTLE_BURST_GAP)
 
 

@@ -59,7 +59,8 @@ def test_a_fast_scale_up_alone_keeps_the_base_window() -> None:
     # A window grown to 1 s for it gave 6 syncs at p90 291 ms, p99 390 ms: its newcomers
     # waited for writes the client had the tokens for.
     assert o.wait_ms(0.9) <= 100.0 + 1.0
-    assert max(o.waits) <= 0.1 + SETTLE_MAX, "at most one window and one settling"
+    # Its first held sync settled while the pods flowed (waits up to 188 ms, 12 syncs).
+    assert max(o.waits) <= 0.1 + 0.001, "no change waits longer than the window"
     assert o.syncs <= 13, f"{o.syncs} syncs for a 1.2 s stream"
 
 
@@ -93,11 +94,9 @@ def test_a_bucket_spent_before_the_workload_makes_its_first_write_wait() -> None
     assert spent.waits[0] >= 1 / 20.0 - 1e-9, "an empty bucket holds it for one token"
 
 
-def test_a_scale_down_that_goes_on_is_not_settled_window_after_window() -> None:
-    # 500 deletions over 1.2 s, no gap in them: the first held sync settles to its cap, and
-    # from then on the stream is known to go on and each sync comes at its window's end.
-    # Settling every window made them 200 ms long (7 syncs, waits p50 105 ms, p90 185 ms).
+def test_a_scale_down_is_not_settled() -> None:
+    # 500 deletions over 1.2 s, no gap in them: each window's held sync settled to its cap,
+    # so the windows were 200 ms long (7 syncs, waits p50 105 ms, p90 185 ms, max 198 ms).
     o = replay(stream(selectors=1, pods=500, seconds=1.2, removal=True), qps=20.0)
     assert o.wait_ms(0.5) <= 60.0, f"p50 {o.wait_ms(0.5):.0f} ms"
-    assert o.wait_ms(0.9) <= 100.0 + 10.0, f"p90 {o.wait_ms(0.9):.0f} ms"
-    assert max(o.waits) <= 0.1 + SETTLE_MAX + 0.01, "the first window still settles, once"
+    assert max(o.waits) <= 0.1 + 0.001, "no change waits longer than the window"
