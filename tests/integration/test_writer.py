@@ -36,6 +36,19 @@ async def selector(c: Cluster) -> SelectorRecord:
     return parse_selector(raw, SLICECTL)
 
 
+def _respec(base: SliceRecord, endpoints: tuple[Endpoint, ...]) -> SliceSpec:
+    return SliceSpec(base.address_type, base.ports, endpoints, base.labels)
+
+
+async def _one_pod_slices(c: Cluster, writer: SliceWriter, sel: SelectorRecord,
+                          n: int) -> dict[str, SliceRecord]:
+    """``n`` slices of one endpoint each, by pod name."""
+    pods = [pod(i, ns=c.namespace) for i in range(n)]
+    one = Settings(max_endpoints_per_slice=1)
+    created = (await writer.apply(KEY, sel, plan(sel, pods, {}, [], one), None)).created
+    return {s.endpoints[0].target.name: s for s in created if s.endpoints[0].target}
+
+
 async def test_conflict_refreshes_the_one_slice_and_retries_at_once(cluster: Cluster) -> None:
     c = cluster
     sel = await selector(c)
@@ -86,8 +99,8 @@ async def test_a_slice_deleted_meanwhile_is_tolerated_on_delete_and_reported_on_
     writer = SliceWriter(c.client, SliceTracker())
     one = Settings(max_endpoints_per_slice=1)
     pods = [pod(i, ns=c.namespace) for i in range(3)]
-    created = (await writer.apply(KEY, sel, plan(sel, pods, {}, [], one), None)).created
-    by_pod = {s.endpoints[0].target.name: s for s in created if s.endpoints[0].target}
+    by_pod = await _one_pod_slices(c, writer, sel, 3)
+    created = list(by_pod.values())
     await c.client.delete(ENDPOINTSLICES, by_pod["web-2"].name, c.namespace)
     # From the stale cache, dropping web-2 deletes a slice that is already gone: not an error.
     result = await writer.apply(KEY, sel, plan(sel, pods[:2], {}, created, one), None)
@@ -98,19 +111,6 @@ async def test_a_slice_deleted_meanwhile_is_tolerated_on_delete_and_reported_on_
     stale = [by_pod["web-0"], by_pod["web-1"]]
     with pytest.raises(SliceVanished):
         await writer.apply(KEY, sel, plan(sel, flipped, {}, stale, one), None)
-
-
-def _respec(base: SliceRecord, endpoints: tuple[Endpoint, ...]) -> SliceSpec:
-    return SliceSpec(base.address_type, base.ports, endpoints, base.labels)
-
-
-async def _one_pod_slices(c: Cluster, writer: SliceWriter, sel: SelectorRecord,
-                          n: int) -> dict[str, SliceRecord]:
-    """``n`` slices of one endpoint each, by pod name."""
-    pods = [pod(i, ns=c.namespace) for i in range(n)]
-    one = Settings(max_endpoints_per_slice=1)
-    created = (await writer.apply(KEY, sel, plan(sel, pods, {}, [], one), None)).created
-    return {s.endpoints[0].target.name: s for s in created if s.endpoints[0].target}
 
 
 @pytest.mark.embedded_only(reason="fault injection: every EndpointSlice request answered late")
