@@ -205,10 +205,14 @@ class _Edge:
         """The changes since the last sync stream: ``STREAM_CHANGES`` or more, no removal."""
         return self.changes >= STREAM_CHANGES and not self.removal
 
+    @property
+    def settle_gap(self) -> float:
+        """The gap a held sync waits for: ``SETTLE_BURST_GAP`` once it covers a burst."""
+        return SETTLE_BURST_GAP if self.changes >= STREAM_CHANGES else SETTLE_GAP
+
     def flowing(self, now: float) -> bool:
         """Changes have come with no settling gap since before the last sync, up to ``now``."""
-        gap = SETTLE_BURST_GAP if self.changes >= STREAM_CHANGES else SETTLE_GAP
-        return max(self.widest, now - self.last_change) < gap - TIMER_SLACK
+        return max(self.widest, now - self.last_change) < self.settle_gap - TIMER_SLACK
 
     @property
     def mid_stream(self) -> bool:
@@ -465,8 +469,7 @@ class WorkQueue:
             return max(now, min(edge.last_change + edge.pause, edge.last_sync + edge.window))
         if edge.mid_stream or edge.flowing(now):
             return now  # a stream goes on: the window's end is as good a cut as any
-        gap = SETTLE_BURST_GAP if edge.changes >= STREAM_CHANGES else SETTLE_GAP
-        return max(now, min(edge.last_change + gap, edge.settle_cap))
+        return max(now, min(edge.last_change + edge.settle_gap, edge.settle_cap))
 
     def _edge_synced(self, key: str, now: float) -> None:
         edge = self._edges.get(key)
