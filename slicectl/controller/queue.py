@@ -474,11 +474,9 @@ class WorkQueue:
     def _edge_synced(self, key: str, now: float) -> None:
         edge = self._edges.get(key)
         if edge is not None:
+            self._streams.pop(key, None)  # a key that streams again moves to the end
             if edge.streaming:
-                self._streams.pop(key, None)
                 self._streams[key] = now
-            else:
-                self._streams.pop(key, None)
             edge.synced(now, self._share(now))
         self._last_start[key] = now
         self._gets += 1
