@@ -113,21 +113,29 @@ class Router:
         return self.selected.pods_of(key)
 
     def _enqueue(self, keys: Iterable[str], batch: bool, changed_at: float | None = None,
-                 removal: bool = True, repair: bool = False) -> None:
-        """Queue ``keys``: leading-edge batched for ``batch`` (pod, node, slice events), at once
+                 removal: bool = True) -> None:
+        """Queue ``keys``: leading-edge batched for ``batch`` (pod and node events), at once
         otherwise; ``changed_at`` is the change's trigger time (default: now); only changes
-        that cannot remove an endpoint (``removal=False``) may grow a key's batch window.
-        A ``repair`` (someone else changed or deleted our slices) waits until
-        ``REPAIR_MIN_INTERVAL`` after the key's last sync, so a repair undone each time cannot
-        loop; it never cuts a grown window back (it waits longer than any window anyway, and
-        the echo of our own write that beats the write's answer looks like a repair)."""
+        that cannot remove an endpoint (``removal=False``) may grow a key's batch window."""
         now = time.time()
         when = now if changed_at is None else min(changed_at, now)
         window = self.batch_period if batch else None
-        hold = REPAIR_MIN_INTERVAL if repair else 0.0
         for key in keys:
-            self.queue.add(key, changed_at=when, batch=window, removal=removal and not repair,
-                           min_interval=hold)
+            self.queue.add(key, changed_at=when, batch=window, removal=removal)
+
+    def _repair(self, keys: Iterable[str]) -> None:
+        """Queue ``keys`` whose slices someone else changed or deleted, at most once per
+        ``REPAIR_MIN_INTERVAL`` after the key's last sync, so a repair undone each time cannot
+        loop.
+
+        A repair is not a change of the selector's pods: it takes no part in batching and
+        carries no trigger time (upstream's trigger time, too, comes from pods and services
+        only). On a real server the echo of nearly every write of ours beats the write's
+        answer and looks like a repair; counted as a change, it came a few milliseconds after
+        the pod change just synced, looked like the start of a burst, held the next
+        independent change for the rest of the window and made the key look busy."""
+        for key in keys:
+            self.queue.add(key, min_interval=REPAIR_MIN_INTERVAL)
 
     # -- pods -------------------------------------------------------------------------------
 
@@ -228,7 +236,7 @@ class Router:
 
     def slice_added(self, new: SliceRecord) -> None:
         keys = self._store_slice(new)
-        self._enqueue([k for k in keys if self.tracker.observe(k, new)], True, repair=True)
+        self._repair([k for k in keys if self.tracker.observe(k, new)])
         self._wake_waiting(keys)
 
     def slice_updated(self, old: SliceRecord, new: SliceRecord) -> None:
@@ -241,13 +249,12 @@ class Router:
         # which changes no generation: the slice must be owned again (or replaced).
         owner_edited = old.owner != new.owner
         changed = [k for k in keys if self.tracker.observe(k, new) or owner_edited]
-        self._enqueue([*changed, *moved], True, repair=True)
+        self._repair([*changed, *moved])
         self._wake_waiting(keys)
 
     def slice_deleted(self, old: SliceRecord) -> None:
         keys = self._drop_slice(old.uid) or self._keys_for_slice(old)
-        self._enqueue([k for k in keys if self.tracker.observe_deletion(k, old.uid)], False,
-                      repair=True)
+        self._repair([k for k in keys if self.tracker.observe_deletion(k, old.uid)])
         self._wake_waiting(keys)
 
     def slices_relisted(self, namespace: str | None, listed_at: float) -> None:

@@ -143,6 +143,41 @@ async def test_a_repair_never_cuts_a_grown_window_back() -> None:
     assert edge.window == BATCH and edge.removal, "a pod's removal still does"
 
 
+async def test_an_echo_that_beats_its_answer_does_not_hold_the_next_change() -> None:
+    """On a real server the echo of our write usually comes before the write's answer, so the
+    tracker takes it for a foreign edit. Its repair must not count as a pod change: the next
+    independent pod change, inside the window of the sync that wrote, still goes at once, and
+    the repair alone carries no trigger time."""
+    now = [1000.0]
+    r = Router(WorkQueue(clock=lambda: now[0]), SliceTracker(), (SLICECTL, GATEWAY), BATCH)
+    key = selector_key(SLICECTL, "default", "web")
+    r.selector_added(make_selector("web"))
+    assert r.queue.get_nowait() is not None  # the selector's first sync
+    r.queue.done(key)
+    now[0] += 10.0  # quiet for longer than any window
+    r.pod_added(make_pod("p1", "10.0.0.1", labels={"app": "web"}))
+    got = r.queue.get_nowait()
+    assert got is not None and got[0] == key, "a lone change goes at once (leading edge)"
+    s = a_slice("s1", generation=2)
+    now[0] += 0.005
+    r.slice_added(s)  # the echo of the sync's write, before its answer: looks foreign
+    r.queue.done(key)
+    r.tracker.wrote(key, "s1", 2)  # the answer
+    assert r.queue.pending(key), "the unknown slice is still looked at (once, later)"
+    now[0] += 0.1  # well inside the window (BATCH) of the sync that wrote
+    r.pod_added(make_pod("p2", "10.0.0.2", labels={"app": "web"}))
+    got = r.queue.get_nowait()
+    assert got is not None and got[0] == key, "the independent change is not held"
+    assert got[2] is not None, "and its sync carries the pod's trigger time"
+    r.queue.done(key)
+
+    r2 = Router(WorkQueue(clock=lambda: now[0]), SliceTracker(), (SLICECTL, GATEWAY), BATCH)
+    r2.slice_added(s)  # a slice nobody recorded: repaired, but it is no pod change
+    now[0] += 1.0
+    got = r2.queue.get_nowait()
+    assert got is not None and got[0] == key and got[2] is None
+
+
 async def test_flavours_with_the_same_name_have_separate_keys_and_slices() -> None:
     r = router()
     ours, theirs = a_slice("a", group="slicectl.io"), a_slice(
