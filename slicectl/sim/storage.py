@@ -80,6 +80,11 @@ class Event:
 class Subscriber(Protocol):
     def offer(self, event: Event) -> None: ...
 
+    @property
+    def behind(self) -> bool:
+        """It holds events its stream can send now."""
+        ...
+
 
 class Bucket:
     """Everything stored for one group/resource."""
@@ -221,6 +226,11 @@ class Store:
             watcher.offer(event)
         for hook in self.hooks:
             hook(skey, event)
+
+    def watchers_behind(self) -> bool:
+        """Some watcher holds events its stream can send now (the write answer waits: see
+        :meth:`slicectl.sim.server.EmbeddedApiServer._echoes_first`)."""
+        return any(w.behind for bucket in self.buckets.values() for w in bucket.watchers)
 
     def compact(self) -> None:
         """Forget all history: watches and continue tokens from before now get 410 Expired."""

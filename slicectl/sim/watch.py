@@ -65,6 +65,12 @@ class Watcher:
         self.blocked = False
         self.terminated = False  # closed by the server for falling behind
 
+    @property
+    def behind(self) -> bool:
+        """It holds events its stream can send now: not closed, stalled or full."""
+        return (bool(self.buffer) and not self.closed and not self.blocked
+                and self.stalled_until <= time.monotonic())
+
     def take(self) -> bytes:
         """Everything queued, for the stream to write; the watcher is keeping up again."""
         data = b"".join(self.buffer)

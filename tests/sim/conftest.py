@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import aiohttp
@@ -14,6 +15,15 @@ import yaml
 from multidict import CIMultiDictProxy
 
 from slicectl.sim.server import EmbeddedApiServer
+
+
+async def until(cond: Callable[[], bool]) -> None:
+    """Poll ``cond`` until true (a hang guard of 10 s, no SLA)."""
+    for _ in range(500):
+        if cond():
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError("condition not reached in 10 s")
 
 
 class Raw:

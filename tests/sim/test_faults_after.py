@@ -12,7 +12,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 
 import aiohttp
 import orjson
@@ -23,17 +22,9 @@ from slicectl.kube.errors import Gone, ServerError
 from slicectl.kube.resources import LEASES
 from slicectl.kube.resources import PODS as POD_RESOURCE
 from slicectl.sim.server import EmbeddedApiServer
-from tests.sim.conftest import PODS, Raw, pod, ssl_context
+from tests.sim.conftest import PODS, Raw, pod, ssl_context, until
 
 CUT = (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError)
-
-
-async def until(cond: Callable[[], bool]) -> None:
-    for _ in range(500):
-        if cond():
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError("condition not reached in 10 s")
 
 
 async def test_lost_response_applies_the_write_then_resets(srv: EmbeddedApiServer,

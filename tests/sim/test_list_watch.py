@@ -8,7 +8,7 @@ import base64
 import orjson
 
 from slicectl.sim.server import EmbeddedApiServer
-from tests.sim.conftest import PODS, Raw, pod
+from tests.sim.conftest import PODS, Raw, pod, until
 
 
 async def _pods(raw: Raw, n: int, **labels: str) -> None:
@@ -152,3 +152,29 @@ async def test_send_initial_events_end_bookmark(raw: Raw) -> None:
     blueprint = base64.b64decode(annotations["kubernetes.io/initial-events-list-blueprint"])
     assert orjson.loads(blueprint) == {"kind": "PodList", "apiVersion": "v1", "metadata": {},
                                        "items": None}
+
+
+async def test_a_write_is_answered_after_its_watch_event(srv: EmbeddedApiServer,
+                                                         raw: Raw) -> None:
+    """As on a real server, where a write's watch event often reaches a client before the
+    write's answer, never the kinder order: a client must not take its own echo for someone
+    else's write for want of the answer."""
+    _, a, _ = await raw.request("POST", PODS, pod("a"))
+    order: list[str] = []
+
+    async def watch() -> None:
+        query = {"watch": "true", "resourceVersion": a["metadata"]["resourceVersion"]}
+        async with raw.session.get(srv.url + PODS, params=query) as resp:
+            async for line in resp.content:
+                if line.strip() and orjson.loads(line)["type"] == "MODIFIED":
+                    order.append("echo")
+                    return
+
+    task = asyncio.create_task(watch())
+    await until(lambda: any(bucket.watchers for bucket in srv.store.buckets.values()))
+    status, _, _ = await raw.request("PATCH", PODS + "/a", {"metadata": {"labels": {"x": "y"}}},
+                                     content_type="application/merge-patch+json")
+    order.append("answer")
+    await asyncio.wait_for(task, 5.0)
+    assert status == 200
+    assert order == ["echo", "answer"]
