@@ -169,14 +169,15 @@ class EmbeddedApiServer:
             written = self.store.rv
             response = await self._resource(request, info)
             if self.store.rv != written:
-                await self._echoes_first()
+                await self._echoes_first(self.store.rv)
         except errors.ApiError as exc:
             response = _error(exc)
         self._count(info, response.status)
         return await self.faults.after_request(request, info, response)
 
-    async def _echoes_first(self) -> None:
-        """Hold a write's answer until the watches have sent its events, plus ``ECHO_LEAD``.
+    async def _echoes_first(self, rv: int) -> None:
+        """Hold a write's answer until the watches have sent its events (those up to ``rv``,
+        the store's version once it was applied), plus ``ECHO_LEAD``.
 
         A real kube-apiserver's watch event can reach a client before the answer to the write
         that caused it (etcd notifies the watch cache while the answer is on its way): on a
@@ -185,7 +186,7 @@ class EmbeddedApiServer:
         sends the echo first, never the kinder order. A watcher that is stalled or full is
         not waited for, and none more than ``ECHO_WAIT_TURNS`` turns of the loop."""
         for _ in range(ECHO_WAIT_TURNS):
-            if not self.store.watchers_behind():
+            if not self.store.watchers_hold(rv):
                 break
             await asyncio.sleep(0)
         await asyncio.sleep(ECHO_LEAD)

@@ -80,9 +80,8 @@ class Event:
 class Subscriber(Protocol):
     def offer(self, event: Event) -> None: ...
 
-    @property
-    def behind(self) -> bool:
-        """It holds events its stream can send now."""
+    def holds(self, rv: int) -> bool:
+        """It holds an event at or before ``rv`` that its stream can send now."""
         ...
 
 
@@ -227,10 +226,10 @@ class Store:
         for hook in self.hooks:
             hook(skey, event)
 
-    def watchers_behind(self) -> bool:
-        """Some watcher holds events its stream can send now (the write answer waits: see
-        :meth:`slicectl.sim.server.EmbeddedApiServer._echoes_first`)."""
-        return any(w.behind for bucket in self.buckets.values() for w in bucket.watchers)
+    def watchers_hold(self, rv: int) -> bool:
+        """Some watcher holds an event at or before ``rv`` its stream can send now (a write's
+        answer waits for them: :meth:`slicectl.sim.server.EmbeddedApiServer._echoes_first`)."""
+        return any(w.holds(rv) for bucket in self.buckets.values() for w in bucket.watchers)
 
     def compact(self) -> None:
         """Forget all history: watches and continue tokens from before now get 410 Expired."""

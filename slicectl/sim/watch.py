@@ -64,11 +64,12 @@ class Watcher:
         self.taken_at = 0.0
         self.blocked = False
         self.terminated = False  # closed by the server for falling behind
+        self.unsent_from = 0  # resourceVersion of the oldest event queued but not yet taken
 
-    @property
-    def behind(self) -> bool:
-        """It holds events its stream can send now: not closed, stalled or full."""
-        return (bool(self.buffer) and not self.closed and not self.blocked
+    def holds(self, rv: int) -> bool:
+        """It holds an event at or before ``rv`` that its stream can send now: not closed,
+        stalled or full."""
+        return (0 < self.unsent_from <= rv and not self.closed and not self.blocked
                 and self.stalled_until <= time.monotonic())
 
     def take(self) -> bytes:
@@ -76,6 +77,7 @@ class Watcher:
         data = b"".join(self.buffer)
         self.buffer.clear()
         self.pending = 0
+        self.unsent_from = 0
         self.takes += 1
         self.taken_at = time.monotonic()
         return data
@@ -134,6 +136,7 @@ class Watcher:
         else:
             return
         self.buffer.append(self.line(event, etype))
+        self.unsent_from = self.unsent_from or event.rv
         self.pending += 1
         self.wake.set()
         if self.capacity and self.pending > self.capacity and not self.blocked:
