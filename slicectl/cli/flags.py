@@ -11,7 +11,7 @@ import argparse
 import re
 from collections.abc import Callable
 
-from slicectl.controller.queue import STREAM_MAX_WINDOW
+from slicectl.controller.batching import STREAM_MAX_WINDOW
 from slicectl.obs.health import parse_bind_address
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")

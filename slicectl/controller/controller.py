@@ -34,9 +34,10 @@ import structlog
 from slicectl.cache.index import selector_key as index_key
 from slicectl.cache.informer import Informer
 from slicectl.cache.store import PodStore, Store
+from slicectl.controller.batching import STREAM_MAX_WINDOW
 from slicectl.controller.outage import OutageRetries
 from slicectl.controller.publish import StatusPublisher
-from slicectl.controller.queue import STREAM_MAX_WINDOW, ShutDown, WorkQueue
+from slicectl.controller.queue import ShutDown, WorkQueue
 from slicectl.controller.routing import Router
 from slicectl.controller.sync import StaleCache, Syncer, SyncResult
 from slicectl.controller.tracker import SliceTracker

@@ -10,7 +10,7 @@ import pytest
 from slicectl.cli.flags import parse_duration
 from slicectl.cli.main import build_parser
 from slicectl.cli.run import options_from_args
-from slicectl.controller.queue import STREAM_MAX_WINDOW
+from slicectl.controller.batching import STREAM_MAX_WINDOW
 from slicectl.model.apis import CORE, SLICECTL
 
 

@@ -3,27 +3,22 @@
 from __future__ import annotations
 
 import asyncio
-import math
 
 import pytest
 
-from slicectl.controller.queue import (
-    BUSY_SPACING,
+from slicectl.controller.batching import (
     SETTLE_BURST_GAP,
     SETTLE_GAP,
     SETTLE_MAX,
-    SPACING_CAP,
     STREAM_CHANGES,
     STREAM_HORIZON,
     STREAM_MAX_WINDOW,
     STREAM_PAUSE,
     STREAM_SYNCS,
     STREAM_WRITES,
-    Backoff,
-    ShutDown,
-    WorkQueue,
-    _Edge,
+    Edge,
 )
+from slicectl.controller.queue import Backoff, ShutDown, WorkQueue
 from slicectl.kube.ratelimit import TokenBucket
 
 
@@ -301,135 +296,6 @@ async def test_batch_zero_is_no_batching() -> None:
     assert q.idle()
 
 
-def _synced_once(base: float = 0.1, at: float = 10.0) -> _Edge:
-    """An edge whose one change at ``at`` was synced at once (the leading edge)."""
-    e = _Edge(base, base)
-    assert e.change(at, removal=False) == 0.0
-    e.synced(at)
-    return e
-
-
-def test_an_isolated_change_within_the_window_is_synced_at_once() -> None:
-    e = _synced_once()
-    assert e.change(10.05, removal=False) == 0.0, (
-        "50 ms after a lone change, nothing shows a burst: holding it would cost up to 50 ms "
-        "to save a write only if a third change came meanwhile")
-    assert not e.held
-    e.synced(10.05)
-    assert e.window == 0.1 and e.streak == 0 and e.changes == 0, "it counts as a leading edge"
-    assert e.last_sync == 10.05
-    assert e.change(10.06, removal=True) > 0, "10 ms after it: a burst starts, so it waits"
-
-
-def test_a_change_close_behind_the_last_one_waits_for_the_window() -> None:
-    e = _synced_once()
-    wait = e.change(10.0 + SETTLE_GAP / 2, removal=False)
-    assert wait == pytest.approx(0.1 - SETTLE_GAP / 2) and e.held
-    assert e.change(10.08, removal=False) == pytest.approx(0.02), (
-        "a change after a held one joins its sync, however long after the last change")
-
-
-def test_a_busy_key_waits_for_the_window_even_after_a_pause() -> None:
-    e = _Edge(0.1, 0.1)
-    t = 10.0
-    for _ in range(6):  # changes 40 ms apart: closer than BUSY_SPACING windows on average
-        e.change(t, removal=False)
-        t += 0.04
-    assert e.spacing == pytest.approx(0.04) and e.spacing < BUSY_SPACING * 0.1
-    e.synced(t)
-    e.held = False
-    assert e.change(t + 0.06, removal=False) == pytest.approx(0.04), (
-        "60 ms after the last change, but the key is busy: it waits")
-
-
-def test_a_quiet_spell_counts_as_at_most_the_cap_in_the_average_gap() -> None:
-    e = _Edge(0.1, 0.1)
-    e.change(10.0, removal=False)
-    assert e.spacing == math.inf, "one change: no gap known yet"
-    e.change(1000.0, removal=False)
-    assert e.spacing == pytest.approx(SPACING_CAP * 0.1)
-    t = 1000.0
-    for _ in range(12):  # a burst after the quiet spell is soon seen as busy
-        t += 0.005
-        e.change(t, removal=False)
-    assert e.spacing < BUSY_SPACING * 0.1
-
-
-def test_a_stream_takes_its_share_of_the_write_rate_and_a_quiet_sync_resets_it() -> None:
-    e = _Edge(0.1, 0.1)
-    for n in range(STREAM_SYNCS):
-        assert e.window == 0.1, "one busy window is a burst, not yet a stream"
-        e.changes = STREAM_CHANGES
-        e.synced(10.0 + n, share=0.5)
-    assert e.window == 0.5 and e.last_sync == 9.0 + STREAM_SYNCS
-    assert e.changes == 0
-    e.changes = STREAM_CHANGES
-    e.synced(20.0, share=0.3)  # fewer streams now: the window follows the share down ...
-    assert e.window == 0.3
-    e.changes = STREAM_CHANGES
-    e.synced(21.0, share=5.0)  # ... and up, never past the cap
-    assert e.window == STREAM_MAX_WINDOW
-    e.changes = STREAM_CHANGES - 1  # one change short of a stream
-    e.synced(50.0, share=0.5)
-    assert e.window == 0.1
-
-
-def test_a_stream_alone_within_the_client_rate_keeps_the_base_window() -> None:
-    e = _Edge(0.1, 0.1)
-    for n in range(STREAM_SYNCS + 5):
-        e.changes = STREAM_CHANGES
-        e.synced(10.0 + n, share=1 * STREAM_WRITES / 20.0)  # one stream, 20 writes/s
-        assert e.window == 0.1, "the client could write it every 62 ms: no reason to hold it"
-    assert e.streak == STREAM_SYNCS + 5 and not e.grown
-
-
-def test_a_sync_asked_for_within_the_window_neither_grows_nor_resets_it() -> None:
-    e = _Edge(0.1, 0.1)
-    for n in range(STREAM_SYNCS + 1):
-        e.changes = STREAM_CHANGES
-        e.synced(10.0 + n, share=0.5)
-    grown, streak = e.window, e.streak
-    assert grown == 0.5
-    e.changes = 1
-    e.synced(13.0 + grown / 2, share=1.0)  # a status refresh or a woken stale sync
-    assert (e.window, e.streak) == (grown, streak), "no judgement of the stream"
-    assert e.changes == 1, "its changes count towards the next sync at the window's end"
-    e.changes += STREAM_CHANGES
-    e.synced(20.0, share=0.8)  # the window's end: a stream still, at its share now
-    assert e.window == 0.8
-    e.removal, e.window = True, 0.1  # a removal (as add() records it) is judged even if early
-    e.synced(20.05, share=0.8)
-    assert e.streak == 0 and e.window == 0.1 and not e.removal
-
-
-def test_a_streaming_sync_that_waited_for_its_token_takes_its_share_at_once() -> None:
-    e = _Edge(0.1, 0.1)
-    e.changes = STREAM_CHANGES
-    e.synced(10.0, share=0.5)
-    assert e.window == 0.1, "one streaming sync alone is not yet a stream"
-    e.throttled(0.5)  # ... but it had to wait for a rate-limit token
-    assert e.window == 0.5 and e.streak >= STREAM_SYNCS
-    e.throttled(0.2)
-    assert e.window == 0.5, "never shrunk by a throttle"
-    e.changes = STREAM_CHANGES - 1
-    e.synced(10.5, share=0.5)
-    assert e.window == 0.1, "the stream is over at the window's end: back to the base window"
-
-
-def test_a_throttled_sync_grows_nothing_but_a_stream_of_additions() -> None:
-    lone = _Edge(0.1, 0.1)
-    lone.changes = 1
-    lone.synced(10.0, share=0.5)
-    lone.throttled(0.5)
-    assert lone.window == 0.1, "a single change waiting for a token is no stream"
-    mixed = _Edge(0.1, 0.1)
-    mixed.changes = STREAM_CHANGES
-    mixed.synced(10.0, share=0.5)
-    mixed.change(10.02, removal=True)  # a removal came while that sync waited
-    mixed.throttled(0.5)
-    assert mixed.window == 0.1 and mixed.streak == 0, "a removal keeps the short window"
-
-
 async def _streaming_syncs(q: WorkQueue, keys: tuple[str, ...]) -> None:
     """One streaming sync of each of ``keys`` (``STREAM_CHANGES`` changes each), done."""
     for key in keys:
@@ -444,20 +310,21 @@ async def _streaming_syncs(q: WorkQueue, keys: tuple[str, ...]) -> None:
 async def test_the_share_counts_the_keys_streaming_now() -> None:
     q = WorkQueue(write_rate=20.0)
     now = asyncio.get_running_loop().time()
-    assert q._share(now) == 0.0
+    assert q._streams.share(now) == 0.0
     await _streaming_syncs(q, tuple(f"k{i}" for i in range(8)))
-    assert q._share(now) == pytest.approx(8 * STREAM_WRITES / 20.0)
+    assert q._streams.share(now) == pytest.approx(8 * STREAM_WRITES / 20.0)
     q.add("lone", batch=0.1)  # a sync of one change streams nothing
     await q.get()
     q.done("lone")
-    assert q._share(now) == pytest.approx(8 * STREAM_WRITES / 20.0)
+    assert q._streams.share(now) == pytest.approx(8 * STREAM_WRITES / 20.0)
     q.add("k0", batch=0.1, removal=True)  # a removal ends k0's stream
     await q.get()
     q.done("k0")
-    assert q._share(now) == pytest.approx(7 * STREAM_WRITES / 20.0)
+    assert q._streams.share(now) == pytest.approx(7 * STREAM_WRITES / 20.0)
     later = now + STREAM_HORIZON * STREAM_MAX_WINDOW + 0.5
-    assert q._share(later) == 0.0, "streams that made no streaming sync for the horizon ended"
-    assert WorkQueue()._share(now) == 0.0, "no client rate limit: no share to keep to"
+    assert q._streams.share(later) == 0.0, (
+        "streams that made no streaming sync for the horizon ended")
+    assert WorkQueue()._streams.share(now) == 0.0, "no client rate limit: no share to keep to"
 
 
 async def test_the_queue_passes_a_throttled_sync_to_its_key_only() -> None:
@@ -483,15 +350,6 @@ async def test_a_stream_grows_up_to_the_queues_max_batch_and_never_past_it(
         assert e.window <= longest + 1e-9
     assert e.window == pytest.approx(longest)
     assert 0 < e.change(e.last_sync + 0.01, removal=False) <= longest, "held, at most the cap"
-
-
-def test_a_removal_in_the_window_is_no_growing_stream() -> None:
-    e = _Edge(0.1, 0.1)
-    for n in range(STREAM_SYNCS + 2):
-        e.changes = STREAM_CHANGES
-        e.removal = n % 2 == 1  # a rollout: removals between the additions
-        e.synced(10.0 + n)
-        assert e.window == 0.1
 
 
 async def test_removal_flag_reaches_the_edge_and_is_reset_by_the_sync() -> None:
@@ -539,7 +397,7 @@ def _at(when: float) -> object:
     return pytest.approx(when, rel=0, abs=1e-6)
 
 
-async def _held(q: WorkQueue, key: str = "k", batch: float = 0.1) -> _Edge:
+async def _held(q: WorkQueue, key: str = "k", batch: float = 0.1) -> Edge:
     """``key`` synced once (leading edge), then changed again within its window: held."""
     q.add(key, batch=batch)
     await q.get()
@@ -647,28 +505,12 @@ async def test_the_settled_sync_runs_after_the_gap_and_a_sync_resets_the_cap() -
         "the cap counts from the new sync")
 
 
-def _grown(spacing: float, last_sync: float = 10.0) -> _Edge:
-    """An edge whose window has grown to the cap for a stream of changes ``spacing`` apart."""
-    e = _Edge(0.1, STREAM_MAX_WINDOW, last_sync=last_sync, streak=STREAM_SYNCS,
-              last_change=last_sync, spacing=spacing)
-    assert e.pause == pytest.approx(max(0.1, STREAM_PAUSE * spacing))
-    return e
-
-
-def test_a_change_in_a_grown_window_is_due_once_its_stream_could_have_paused() -> None:
-    e = _grown(spacing=0.005)
-    wait = e.change(10.2, removal=False)
-    assert e.held and wait == pytest.approx(e.pause), (
-        "not the window's end (0.8 s away): the sync is looked at again once the stream "
-        "could have paused")
-
-
 async def test_a_grown_window_ends_when_its_stream_pauses_and_not_before() -> None:
     q = WorkQueue()
     edge = await _held(q)
-    fast = _grown(spacing=0.005)  # a stream of changes 5 ms apart: paused after 100 ms
+    # grown to the cap for a stream of changes 5 ms apart: paused after 100 ms
     edge.window, edge.streak, edge.last_sync, edge.spacing = (
-        fast.window, fast.streak, fast.last_sync, fast.spacing)
+        STREAM_MAX_WINDOW, STREAM_SYNCS, 10.0, 0.005)
     end = edge.last_sync + edge.window
     edge.last_change = 10.35
     assert q._settled("k", 10.4) == _at(10.35 + edge.pause), "still arriving: wait for a pause"
@@ -682,14 +524,3 @@ async def test_a_grown_window_ends_when_its_stream_pauses_and_not_before() -> No
     assert q._settled("k", 10.5) == _at(10.35 + STREAM_PAUSE * 0.05), (
         "a gap of 150 ms is no pause for changes 50 ms apart on average")
 
-
-def test_a_grown_window_quiet_for_its_whole_length_is_back_to_the_base_window() -> None:
-    e = _grown(spacing=0.005)
-    e.synced(10.3)  # the stream paused: synced early, the window is kept in case it resumes
-    assert e.window == STREAM_MAX_WINDOW
-    assert e.change(10.3 + STREAM_MAX_WINDOW / 2, removal=False) > 0, "resumed: still batched"
-    e.synced(e.last_change + 0.05)  # early again (asked for by something else): no judgement
-    assert e.window == STREAM_MAX_WINDOW
-    later = e.last_change + STREAM_MAX_WINDOW + 0.01  # still inside the last sync's window
-    assert e.change(later, removal=False) == 0.0, "quiet for a whole window: leading edge"
-    assert e.window == 0.1 and e.streak == 0, "the stream is over: back to the base window"

@@ -5,7 +5,7 @@ seeded arrivals, no real time."""
 from __future__ import annotations
 
 from benchmarks.queue_policy import bursts, lattice_flap, poisson_flap, replay, stream
-from slicectl.controller.queue import SETTLE_BURST_GAP, SETTLE_MAX, STREAM_WRITES
+from slicectl.controller.batching import SETTLE_BURST_GAP, SETTLE_MAX, STREAM_WRITES
 
 
 def test_independent_flips_50ms_apart_never_wait_for_the_window() -> None:
