@@ -80,3 +80,29 @@ def test_flags_map_to_controller_options() -> None:
     default = options_from_args(build_parser().parse_args(["run"])).controller
     assert default.watch_list is True
     assert default.max_batch_period == STREAM_MAX_WINDOW == 1.0
+
+
+def test_the_controller_never_loads_the_embedded_api_server() -> None:
+    """``slicectl run`` configures and imports its own subcommand only: the embedded server's
+    modules (``apiserver``, ``demo``) would add their weight to every controller process."""
+    proc = subprocess.run(  # -X importtime lists every module imported, on stderr
+        [sys.executable, "-X", "importtime", "-m", "slicectl", "run",
+         "--max-endpoints-per-slice", "0"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "out of range" in proc.stderr, "stopped after parsing"
+    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines()
+                if line.startswith("import time:")}
+    # (modules loaded by importlib.import_module are not listed, what they import is)
+    assert "slicectl.controller.controller" in imported, "the controller's modules are listed"
+    assert not {m for m in imported if m.startswith("slicectl.sim")}
+
+
+def test_the_command_lists_every_subcommand_without_loading_them() -> None:
+    proc = subprocess.run([sys.executable, "-m", "slicectl", "--help"], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0
+    for name in ("run", "apiserver", "demo"):
+        assert f"    {name}" in proc.stdout
+    proc = subprocess.run([sys.executable, "-m", "slicectl", "apiserver", "--help"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and "--inject-lost-response-rate" in proc.stdout, (
+        "the chosen subcommand has its flags")
