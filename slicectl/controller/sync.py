@@ -42,6 +42,7 @@ from slicectl.controller.status import (
 )
 from slicectl.controller.tracker import SliceTracker
 from slicectl.controller.writer import (
+    NamespaceTerminating,
     NotLeading,
     Prepaid,
     SliceVanished,
@@ -278,6 +279,11 @@ class Syncer:
             raise
         except SliceVanished as exc:  # a benign race with a deletion: wait for the cache
             raise StaleCache(str(exc)) from exc
+        except NamespaceTerminating:
+            # Upstream's rule: creates in a namespace being deleted keep failing until its
+            # deletion removes the selector too. Nothing to retry, warn about or report.
+            log.info("not creating EndpointSlices: the namespace is being deleted", selector=key)
+            return SyncResult(key, result, the_plan)
         except Exception as exc:
             message = f"failed to write EndpointSlices: {exc}"
             self._warn(sel, "FailedToUpdateEndpointSlices", message)

@@ -20,6 +20,9 @@ Every write passes the write gate twice: before it is built (a replica that is n
 it leads stops mid-plan rather than racing the new leader) and, through the client's ``guard``,
 right before it is sent, after any rate-limiter wait or 429 pause.
 
+A create refused because the namespace is being deleted raises :class:`NamespaceTerminating`,
+so that the sync can drop it as upstream does rather than retry it (``Syncer.sync``).
+
 A create whose outcome is unknown (the connection broke, a timeout, a 5xx, a cancellation while
 the request was out) may have landed: the tracker is told before the request goes out and only
 cleared by a definite answer, so the next sync looks at the server before creating again.
@@ -35,7 +38,15 @@ from typing import Any
 from slicectl.controller.tracker import SliceTracker
 from slicectl.election.gate import NotLeading, WriteGate, as_gate, guard_for
 from slicectl.kube.client import KubeClient
-from slicectl.kube.errors import AlreadyExists, ApiError, Conflict, NotFound, ServerError
+from slicectl.kube.errors import (
+    NAMESPACE_TERMINATING,
+    AlreadyExists,
+    ApiError,
+    Conflict,
+    Forbidden,
+    NotFound,
+    ServerError,
+)
 from slicectl.kube.resources import ENDPOINTSLICES
 from slicectl.model.parse import parse_slice, parse_version
 from slicectl.model.records import ObjectVersion, SelectorRecord, SliceRecord
@@ -49,7 +60,8 @@ from slicectl.reconcile import (
 )
 
 CONFLICT_RETRIES = 3
-__all__ = ["NotLeading", "Prepaid", "SliceVanished", "SliceWriter", "WriteResult"]
+__all__ = ["NamespaceTerminating", "NotLeading", "Prepaid", "SliceVanished", "SliceWriter",
+           "WriteResult"]
 
 
 def _refused(exc: BaseException) -> bool:
@@ -59,6 +71,11 @@ def _refused(exc: BaseException) -> bool:
 
 class SliceVanished(Exception):
     """A slice the plan updates is gone from the server: the plan came from an old cache."""
+
+
+class NamespaceTerminating(Exception):
+    """A create was refused because the selector's namespace is being deleted: every create
+    there will be, until the namespace's deletion removes the selector as well."""
 
 
 @dataclass(slots=True)
@@ -134,6 +151,8 @@ class SliceWriter:
         except BaseException as exc:
             if _refused(exc):
                 self._tracker.create_settled(key)
+            if isinstance(exc, Forbidden) and exc.has_cause(NAMESPACE_TERMINATING):
+                raise NamespaceTerminating(exc.message) from exc
             raise
         self._tracker.create_settled(key)
         return raw

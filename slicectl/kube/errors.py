@@ -34,6 +34,13 @@ class ApiError(Exception):
         self.body = body
         self.retry_after = retry_after
 
+    def has_cause(self, reason: str) -> bool:
+        """The answer's ``details.causes`` name ``reason`` (a ``StatusCause``'s ``reason``)."""
+        details = (self.body or {}).get("details")
+        causes = details.get("causes") if isinstance(details, Mapping) else None
+        return isinstance(causes, list) and any(
+            isinstance(c, Mapping) and c.get("reason") == reason for c in causes)
+
 
 class NotFound(ApiError):
     """404."""
@@ -65,6 +72,11 @@ class Unauthorized(ApiError):
 
 class Forbidden(ApiError):
     """403."""
+
+
+NAMESPACE_TERMINATING = "NamespaceTerminating"
+"""The cause of a 403 to a create in a namespace being deleted (upstream's
+``corev1.NamespaceTerminatingCause``)."""
 
 
 class ServerError(ApiError):

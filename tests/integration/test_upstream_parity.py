@@ -21,7 +21,7 @@ import pytest
 from slicectl.controller.sync import Syncer, SyncFailed
 from slicectl.controller.tracker import SliceTracker
 from slicectl.controller.writer import Prepaid, SliceWriter, WriteResult
-from slicectl.kube.resources import ENDPOINTSLICES, PODS
+from slicectl.kube.resources import ENDPOINTSLICES, NAMESPACES, PODS
 from slicectl.model.apis import SLICECTL
 from slicectl.model.parse import parse_selector
 from slicectl.model.records import ANNOTATION_TRIGGER_TIME, SelectorRecord
@@ -229,3 +229,34 @@ async def test_a_first_sync_that_failed_keeps_its_trigger_time_for_the_retry(
     (s,) = await slices_of(c.client, c.namespace, "web")
     created = parse_rfc3339(raw["metadata"]["creationTimestamp"])
     assert created is not None and trigger_of(s) == created < observed
+
+
+async def test_a_create_refused_because_the_namespace_is_being_deleted_is_dropped(
+    cluster: Cluster,
+) -> None:
+    """Upstream drops a sync whose create meets a namespace being deleted: every create there
+    fails until the namespace's deletion removes the selector too, so retrying it only makes
+    warnings, failure metrics and backoff. The selector's finalizer keeps the namespace
+    terminating while the sync runs (on a real cluster too, whose namespace controller deletes
+    the selector meanwhile: the sync plans from the copy read before)."""
+    c = cluster
+    body = selector_body("web", WEB)
+    body["metadata"]["finalizers"] = ["example.com/cleanup"]
+    inputs = SyncInputs(parse_selector(await c.client.create(ESEL, body, c.namespace), SLICECTL))
+    inputs.pods = [make_pod("a", "10.0.0.1", namespace=c.namespace, node="")]
+    warned: list[tuple[Any, ...]] = []
+    tracker = SliceTracker()
+    syncer = Syncer(inputs, tracker, SliceWriter(c.client, tracker), Settings(),
+                    publish_status=None, warn=lambda *args: warned.append(args))
+    key = f"slicectl.io/{c.namespace}/web"
+    try:
+        await c.client.delete(NAMESPACES, c.namespace)
+        ns = await c.client.get(NAMESPACES, c.namespace)
+        assert ns["metadata"].get("deletionTimestamp"), "the namespace is terminating"
+        result = await syncer.sync(key, time.time())  # no SyncFailed: nothing to retry
+        assert result.writes.writes == 0 and result.plan is not None and result.plan.creates
+        assert warned == [], "no FailedToUpdateEndpointSlices warning for a dying namespace"
+        assert not tracker.has_unknown_creates(key), "a refused create landed nowhere"
+        assert await slices_of(c.client, c.namespace, "web") == []
+    finally:
+        await c.client.patch(ESEL, "web", {"metadata": {"finalizers": None}}, c.namespace)
