@@ -11,16 +11,16 @@ decode of a whole body (:func:`decode_body`) with the cyclic collector paused fo
   piece is joined with the next one before decoding.
 * :func:`without_managed_fields` drops ``metadata.managedFields`` (half the bytes and two
   thirds of the objects of a typical pod) before decoding. A kube-apiserver writes it as the
-  last key of ``metadata``, so it ends at the first ``]},"spec":{`` after it (no key of a
-  managed-fields entry is ``spec``, and a JSON string cannot hold an unescaped quote); the cut
-  is made only if the removed bytes hold none of the metadata keys slicectl reads, so whatever
-  else they held was unread anyway.
+  last key of ``metadata``, followed by ``spec``; the cut is made only when the first ``]``
+  after the array's start is immediately followed by ``},"spec":{``. Entries hold no arrays
+  (their fields are strings and the ``fieldsV1`` object), so that ``]`` closes the array
+  itself, and what follows it closes ``metadata``: nothing but managedFields is cut. A ``]``
+  inside an entry's strings only stops the cut (a full decode follows), never misplaces it.
 """
 
 from __future__ import annotations
 
 import gc
-import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -28,8 +28,6 @@ import orjson
 
 _MANAGED = b',"managedFields":['
 _END = b']},"spec":{'
-_READ_KEYS = re.compile(rb'"(?:name|namespace|uid|resourceVersion|generation|creationTimestamp'
-                        rb'|deletionTimestamp|labels|annotations|ownerReferences|finalizers)":')
 _ITEMS = b'"items":['
 
 
@@ -39,14 +37,10 @@ def without_managed_fields(raw: bytes) -> bytes:
     start = raw.find(_MANAGED)
     if start < 0:
         return raw
-    end = raw.find(_END, start)
-    if end < 0:
+    close = raw.find(b"]", start + len(_MANAGED))
+    if close < 0 or not raw.startswith(_END, close):
         return raw
-    # Keys after managedFields would follow its last entry: only that tail needs the check.
-    last_entry = raw.rfind(b'{"manager":', start, end)
-    if _READ_KEYS.search(raw, last_entry if last_entry > 0 else start, end):
-        return raw
-    return raw[:start] + raw[end + 1:]
+    return raw[:start] + raw[close + 1:]
 
 
 def loads_lean(raw: bytes) -> Any:

@@ -48,6 +48,43 @@ def test_managed_fields_cut_when_last_and_kept_otherwise() -> None:
     assert loads_lean(raw) == stripped(pod("a"))
 
 
+
+# Strings that look like the cut's landmarks: a ``]`` (where the cut looks for the array's
+# end), ``},"spec":{`` (what must follow it), quotes and backslashes (escaped by the encoder).
+tricky = st.sampled_from(["]", '},"spec":{', ']},"spec":{', '"', "\\", "[", "kubelet", ""])
+texts = st.lists(tricky, max_size=4).map("".join)
+entries = st.lists(st.fixed_dictionaries({
+    "manager": texts, "operation": st.sampled_from(["Update", "Apply"]),
+    "fieldsV1": st.dictionaries(texts.map(lambda t: "f:" + t), st.just({}), max_size=3),
+}), min_size=1, max_size=3)
+other_keys = st.dictionaries(st.sampled_from(["labels", "annotations", "finalizers", "uid"]),
+                             st.one_of(texts, st.lists(texts, max_size=2),
+                                       st.dictionaries(texts, texts, max_size=2)), max_size=3)
+
+
+@settings(max_examples=500, deadline=None)
+@given(entries, other_keys, other_keys, st.booleans())
+def test_a_cut_is_right_or_not_made(managed: list[dict[str, Any]], before: dict[str, Any],
+                                    after: dict[str, Any], envelope: bool) -> None:
+    """Whatever the strings hold and wherever managedFields sits, the lean bytes decode to the
+    object minus managedFields, or are the input itself; and the usual shape (last key, no
+    ``]`` in an entry) is always cut."""
+    obj = {"metadata": {"name": "p", **before, "managedFields": managed, **after},
+           "spec": {"nodeName": "n", "x": [{"spec": {}}]}, "status": {}}
+    raw = orjson.dumps({"type": "MODIFIED", "object": obj} if envelope else obj)
+    lean = without_managed_fields(raw)
+    usual = not after and all(b"]" not in orjson.dumps(e) for e in managed)
+    if lean is raw:
+        assert not usual, "the usual shape is cut"
+        return
+    try:
+        got = orjson.loads(lean)
+    except orjson.JSONDecodeError:
+        assert not usual, "the usual shape's cut decodes"
+        return  # a misplaced cut never decodes: the caller decodes in full
+    assert (got["object"] if envelope else got) == stripped(obj)
+
+
 names = st.text(alphabet='ab{}[]",:\\ ', min_size=1, max_size=6)
 
 
