@@ -73,14 +73,17 @@ async def read_lines(content: aiohttp.StreamReader, path: str,
             if partial:
                 yield [b"".join(partial)]
             return
-        if chunk.find(b"\n") < 0:
+        lines = chunk.split(b"\n")
+        if len(lines) == 1:  # no line ends in this read
             partial.append(chunk)
             partial_size += len(chunk)
             if partial_size > MAX_LINE_BYTES:
                 raise ValueError(f"watch {path}: a line longer than {MAX_LINE_BYTES}")
             continue
-        lines = (b"".join(partial) + chunk if partial else chunk).split(b"\n")
         del chunk
+        if partial:  # only the first line is joined: the rest of the read is copied once
+            partial.append(lines[0])
+            lines[0] = b"".join(partial)
         rest = lines.pop()
         partial, partial_size = ([rest], len(rest)) if rest else ([], 0)
         yield lines
