@@ -6,7 +6,7 @@ argparse does; ``main`` returns the process exit code.
 
 Only the chosen subcommand's module is imported: ``slicectl run`` never loads the embedded API
 server (the ``apiserver`` and ``demo`` modules pull in all of :mod:`slicectl.sim`), which cost
-the controller 12 MiB of RSS and a third of a second at every start when every subcommand was
+the controller 12 MiB of RSS and about 0.2 s at every start when every subcommand was
 configured up front.
 """
 
