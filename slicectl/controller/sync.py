@@ -282,8 +282,10 @@ class Syncer:
         except NamespaceTerminating:
             # Upstream's rule: creates in a namespace being deleted keep failing until its
             # deletion removes the selector too. Nothing to retry, warn about or report.
+            # No plan in the result: the slice gauges keep what they showed, not a plan that
+            # did not land (they go with the selector).
             log.info("not creating EndpointSlices: the namespace is being deleted", selector=key)
-            return SyncResult(key, result, the_plan)
+            return SyncResult(key, result, None)
         except Exception as exc:
             message = f"failed to write EndpointSlices: {exc}"
             self._warn(sel, "FailedToUpdateEndpointSlices", message)

@@ -210,6 +210,20 @@ class _FailsOnce(SliceWriter):
         return await super().apply(key, selector, plan, trigger_time, result, token)
 
 
+class _Applies(SliceWriter):
+    """The real writer, remembering the plans it was asked to apply."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.plans: list[Plan] = []
+
+    async def apply(self, key: str, selector: SelectorRecord, plan: Plan,
+                    trigger_time: str | None, result: WriteResult | None = None,
+                    token: Prepaid | None = None) -> WriteResult:
+        self.plans.append(plan)
+        return await super().apply(key, selector, plan, trigger_time, result, token)
+
+
 async def test_a_first_sync_that_failed_keeps_its_trigger_time_for_the_retry(
     cluster: Cluster,
 ) -> None:
@@ -246,7 +260,8 @@ async def test_a_create_refused_because_the_namespace_is_being_deleted_is_droppe
     inputs.pods = [make_pod("a", "10.0.0.1", namespace=c.namespace, node="")]
     warned: list[tuple[Any, ...]] = []
     tracker = SliceTracker()
-    syncer = Syncer(inputs, tracker, SliceWriter(c.client, tracker), Settings(),
+    writer = _Applies(c.client, tracker)
+    syncer = Syncer(inputs, tracker, writer, Settings(),
                     publish_status=None, warn=lambda *args: warned.append(args))
     key = f"slicectl.io/{c.namespace}/web"
     try:
@@ -254,7 +269,8 @@ async def test_a_create_refused_because_the_namespace_is_being_deleted_is_droppe
         ns = await c.client.get(NAMESPACES, c.namespace)
         assert ns["metadata"].get("deletionTimestamp"), "the namespace is terminating"
         result = await syncer.sync(key, time.time())  # no SyncFailed: nothing to retry
-        assert result.writes.writes == 0 and result.plan is not None and result.plan.creates
+        assert [len(p.creates) for p in writer.plans] == [1], "a create was tried, and refused"
+        assert result.writes.writes == 0 and result.plan is None, "no plan recorded as landed"
         assert warned == [], "no FailedToUpdateEndpointSlices warning for a dying namespace"
         assert not tracker.has_unknown_creates(key), "a refused create landed nowhere"
         assert await slices_of(c.client, c.namespace, "web") == []
