@@ -50,18 +50,23 @@ class SliceTracker:
         self._by_selector: dict[str, dict[str, tuple[int, float]]] = {}  # uid -> (gen, when)
         self._unknown_creates: dict[str, int] = {}  # selector -> creates of unknown outcome
         self._waiting: set[str] = set()  # selectors whose sync waits for the cache
+        self._gone: dict[str, float] = {}  # uid -> when its deletion event came (oldest first)
         self._ttl = ttl
         self._clock = clock
 
     # -- our writes ----------------------------------------------------------------------
 
     def wrote(self, selector_key: str, uid: str, generation: int) -> None:
-        """Record a create or update acknowledged by the server."""
-        self._by_selector.setdefault(selector_key, {})[uid] = (generation, self._clock())
+        """Record a create or update acknowledged by the server (unless the slice's deletion
+        event came first: see :meth:`observe_deletion`)."""
+        if uid not in self._gone:
+            self._by_selector.setdefault(selector_key, {})[uid] = (generation, self._clock())
 
     def deleted(self, selector_key: str, uid: str) -> None:
-        """Record a delete acknowledged by the server; its watch event is now expected."""
-        self._by_selector.setdefault(selector_key, {})[uid] = (_DELETED, self._clock())
+        """Record a delete acknowledged by the server; its watch event is now expected (unless
+        it came already)."""
+        if uid not in self._gone:
+            self._by_selector.setdefault(selector_key, {})[uid] = (_DELETED, self._clock())
 
     def create_started(self, selector_key: str) -> None:
         """A create is about to be sent: its outcome is unknown until it is settled."""
@@ -108,7 +113,20 @@ class SliceTracker:
         return False
 
     def observe_deletion(self, selector_key: str, uid: str) -> bool:
-        """A slice delete event. True when it was not ours, so the selector must sync."""
+        """A slice delete event. True when it was not ours, so the selector must sync.
+
+        The uid is remembered for ``ttl``: the watch event of a write often comes before the
+        write's answer, so someone else's deletion of a slice we just wrote can come before
+        that answer too. Recorded after it, the write would be expected in the cache for good
+        (``stale`` until the expectation expired: the selector unserved for minutes)."""
+        now = self._clock()
+        gone = self._gone
+        gone[uid] = now
+        while gone:
+            first = next(iter(gone))
+            if gone[first] >= now - self._ttl:
+                break
+            del gone[first]
         gens = self._by_selector.get(selector_key)
         known = gens.pop(uid, None) if gens is not None else None
         return known is None or known[0] != _DELETED

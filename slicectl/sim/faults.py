@@ -9,6 +9,8 @@ is applied and then the connection is reset so the client never sees the answer
 (``lost_response_rate``), or the answer is replaced by a 500 (``error_after_rate``, as when the
 etcd commit outlived the request timeout). A client cannot tell these from the faults before, so
 it must retry in a way that survives both (no duplicate from a create retried after it landed).
+The answer can also be held per resource (``answer_latency``) after the write's watch events
+went out, so another client can act on the new object before its writer hears back.
 
 Discovery requests can fail too (``discovery_error_rate``: 503, as when an aggregated API is
 down). Faults on streams: open watches dropped (their responses end cleanly, as when an apiserver
@@ -80,6 +82,9 @@ class Faults:
         self.lost_response_rate = 0.0
         self.error_after_rate = 0.0
         self.after_resources: frozenset[str] = frozenset()  # only these plurals (empty: all)
+        # resource plural -> seconds the answer to a write is held, its watch events sent (a
+        # busy server or a slow network: another client can act on the echo before the answer)
+        self.answer_latency: dict[str, float] = {}
         # streams
         self.list_reset_rate = 0.0
         self.drop_watches_every = 0.0
@@ -227,6 +232,9 @@ class Faults:
             self.writes.append(WriteRecord(
                 time.monotonic(), info.verb, info.resource, info.namespace, info.name,
                 response.status, int(peer[1]) if peer else 0))
+        if acted and (hold := self.answer_latency.get(info.resource, 0.0)) > 0:
+            self._note("answer_latency")
+            await asyncio.sleep(hold)
         if acted and self.lost_response_rate > 0 and random.random() < self.lost_response_rate:
             self._note("lost_response")
             _reset(request)

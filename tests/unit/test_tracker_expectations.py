@@ -88,3 +88,27 @@ def test_a_deleted_slice_held_by_a_finalizer_does_not_keep_the_cache_stale() -> 
                               generation=1, labels={}, annotations={}, address_type="IPv4",
                               ports=(), endpoints=(), owner=None, terminating=True)
     assert not t.stale(KEY, [terminating])
+
+
+def test_a_write_answered_after_its_slice_was_deleted_expects_nothing() -> None:
+    """The echo of our create and someone else's deletion of that slice both came before the
+    create's answer (a real server sends the echo first): recording the answer then would
+    keep the cache stale until the expectation expired, the selector unserved meanwhile."""
+    t = SliceTracker()
+    assert t.observe(KEY, slice_("a"))  # the echo, not yet known as ours
+    assert t.observe_deletion(KEY, "a")  # someone else's delete: repair
+    t.wrote(KEY, "a", 1)  # the create's answer, late
+    assert not t.stale(KEY, [])
+    t.deleted(KEY, "a")  # a delete of ours answered after the event, too
+    assert not t.stale(KEY, []) and t.tracked(KEY) == {}
+
+
+def test_deletions_are_remembered_for_the_ttl_only() -> None:
+    now = [100.0]
+    t = SliceTracker(ttl=60.0, clock=lambda: now[0])
+    t.observe_deletion(KEY, "a")
+    now[0] += 61.0
+    t.observe_deletion(KEY, "b")  # prunes what is older than the ttl
+    t.wrote(KEY, "a", 1)
+    t.wrote(KEY, "b", 1)
+    assert t.tracked(KEY) == {"a": 1}, "a's deletion is forgotten, b's still known"
