@@ -90,7 +90,7 @@ class SliceTracker:
         found = 0
         now = self._clock()
         for s in live:
-            if s.uid not in gens:
+            if s.uid not in gens and s.uid not in self._gone:  # a read older than a deletion
                 gens[s.uid] = (s.generation, now)
                 found += 1
         self._unknown_creates.pop(selector_key, None)

@@ -112,3 +112,11 @@ def test_deletions_are_remembered_for_the_ttl_only() -> None:
     t.wrote(KEY, "a", 1)
     t.wrote(KEY, "b", 1)
     assert t.tracked(KEY) == {"a": 1}, "a's deletion is forgotten, b's still known"
+
+
+def test_a_live_read_answered_after_a_deletion_event_expects_nothing_of_that_slice() -> None:
+    t = SliceTracker()
+    t.create_started(KEY)
+    t.observe_deletion(KEY, "a")  # "a" was deleted after the server answered the read ...
+    assert t.resolve_unknown_creates(KEY, [slice_("a"), slice_("b")]) == 1  # ... and here it is
+    assert t.tracked(KEY) == {"b": 1}
