@@ -59,14 +59,20 @@ class SliceTracker:
     def wrote(self, selector_key: str, uid: str, generation: int) -> None:
         """Record a create or update acknowledged by the server (unless the slice's deletion
         event came first: see :meth:`observe_deletion`)."""
-        if uid not in self._gone:
-            self._by_selector.setdefault(selector_key, {})[uid] = (generation, self._clock())
+        self._expect(selector_key, uid, generation)
 
     def deleted(self, selector_key: str, uid: str) -> None:
         """Record a delete acknowledged by the server; its watch event is now expected (unless
         it came already)."""
-        if uid not in self._gone:
-            self._by_selector.setdefault(selector_key, {})[uid] = (_DELETED, self._clock())
+        self._expect(selector_key, uid, _DELETED)
+
+    def _expect(self, selector_key: str, uid: str, generation: int) -> bool:
+        """Expect ``uid`` at ``generation`` in the cache, unless its deletion event came
+        already (:meth:`observe_deletion`); True when recorded."""
+        if uid in self._gone:
+            return False
+        self._by_selector.setdefault(selector_key, {})[uid] = (generation, self._clock())
+        return True
 
     def create_started(self, selector_key: str) -> None:
         """A create is about to be sent: its outcome is unknown until it is settled."""
@@ -86,12 +92,10 @@ class SliceTracker:
     def resolve_unknown_creates(self, selector_key: str, live: Iterable[SliceRecord]) -> int:
         """Settle unknown creates against the server's slices; returns how many were unknown
         slices (now expected in the cache)."""
-        gens = self._by_selector.setdefault(selector_key, {})
+        known = self._by_selector.setdefault(selector_key, {})
         found = 0
-        now = self._clock()
-        for s in live:
-            if s.uid not in gens and s.uid not in self._gone:  # a read older than a deletion
-                gens[s.uid] = (s.generation, now)
+        for s in live:  # a uid deleted since the read was answered is not expected back
+            if s.uid not in known and self._expect(selector_key, s.uid, s.generation):
                 found += 1
         self._unknown_creates.pop(selector_key, None)
         return found
