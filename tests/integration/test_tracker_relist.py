@@ -9,6 +9,8 @@ longer exists.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 import pytest
 
 from slicectl.kube.resources import ENDPOINTSLICES
@@ -30,24 +32,29 @@ pytestmark = pytest.mark.embedded_only(
 HTTP = [{"name": "http", "protocol": "TCP", "targetPort": "http"}]
 
 
+async def _web_with_one_pod(c: Cluster) -> None:
+    await ensure_node(c.client, "node-a", "zone-a")
+    await create_pod(c.client, c.namespace, "web-0", "10.80.0.1", {"app": "web"})
+    await c.client.create(ESEL, selector_body("web", {"app": "web"}, ports=HTTP), c.namespace)
+
+
+def _listing(c: Cluster, want: set[str]) -> Callable[[], Awaitable[bool]]:
+    """A predicate: the selector's slices list exactly the pods ``want``."""
+    async def listed() -> bool:
+        return {ep["targetRef"]["name"] for s in await slices_of(c.client, c.namespace, "web")
+                for ep in s["endpoints"]} == want
+    return listed
+
+
 async def test_slice_deleted_in_a_watch_gap_ending_in_410_does_not_wedge_the_selector(
     cluster: Cluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     c = cluster
     assert c.server is not None
-    await ensure_node(c.client, "node-a", "zone-a")
-    await create_pod(c.client, c.namespace, "web-0", "10.80.0.1", {"app": "web"})
-    await c.client.create(ESEL, selector_body("web", {"app": "web"}, ports=HTTP), c.namespace)
+    await _web_with_one_pod(c)
     faults = ClientFaults(monkeypatch)
     async with running_controller(options(c.kubeconfig, c.namespace, batch_period=0.0)):
-        async def names() -> set[str]:
-            return {ep["targetRef"]["name"] for s in await slices_of(c.client, c.namespace, "web")
-                    for ep in s["endpoints"]}
-
-        async def first() -> bool:
-            return await names() == {"web-0"}
-
-        await wait_until(first, what="initial sync")
+        await wait_until(_listing(c, {"web-0"}), what="initial sync")
         faults.open_gap("endpointslices")
         # A pod without the named port goes to a slice of its own port set: a create.
         await create_pod(c.client, c.namespace, "web-1", "10.80.0.2", {"app": "web"},
@@ -63,10 +70,8 @@ async def test_slice_deleted_in_a_watch_gap_ending_in_410_does_not_wedge_the_sel
         c.server.faults.compact()  # the gap ends in 410 Gone: the informer must relist
         faults.close_gap("endpointslices")
 
-        async def repaired() -> bool:
-            return await names() == {"web-0", "web-1"}
-
-        await wait_until(repaired, what="the deleted slice recreated after the relist")
+        await wait_until(_listing(c, {"web-0", "web-1"}),
+                         what="the deleted slice recreated after the relist")
 
 
 async def test_a_slice_deleted_before_the_answer_to_its_create_does_not_wedge_the_selector(
@@ -79,18 +84,9 @@ async def test_a_slice_deleted_before_the_answer_to_its_create_does_not_wedge_th
     load). Held answers make the window wide here."""
     c = cluster
     assert c.server is not None
-    await ensure_node(c.client, "node-a", "zone-a")
-    await create_pod(c.client, c.namespace, "web-0", "10.80.0.1", {"app": "web"})
-    await c.client.create(ESEL, selector_body("web", {"app": "web"}, ports=HTTP), c.namespace)
+    await _web_with_one_pod(c)
     async with running_controller(options(c.kubeconfig, c.namespace, batch_period=0.0)):
-        async def names() -> set[str]:
-            return {ep["targetRef"]["name"] for s in await slices_of(c.client, c.namespace, "web")
-                    for ep in s["endpoints"]}
-
-        async def first() -> bool:
-            return await names() == {"web-0"}
-
-        await wait_until(first, what="initial sync")
+        await wait_until(_listing(c, {"web-0"}), what="initial sync")
         c.server.faults.answer_latency["endpointslices"] = 1.0
         # A pod without the named port goes to a slice of its own port set: a create.
         await create_pod(c.client, c.namespace, "web-1", "10.80.0.2", {"app": "web"},
@@ -108,7 +104,4 @@ async def test_a_slice_deleted_before_the_answer_to_its_create_does_not_wedge_th
         assert c.server.faults.injected.get("answer_latency"), "the answer was held"
         c.server.faults.answer_latency.clear()
 
-        async def repaired() -> bool:
-            return await names() == {"web-0", "web-1"}
-
-        await wait_until(repaired, what="the deleted slice recreated")
+        await wait_until(_listing(c, {"web-0", "web-1"}), what="the deleted slice recreated")
