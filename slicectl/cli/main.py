@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "run": ("slicectl.cli.run", "run the controller"),
@@ -24,9 +24,9 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    """The command's parser: every subcommand listed; the flags of ``only`` (a subcommand's
-    name) added, or of all of them when ``only`` is None."""
+def build_parser(configure: Collection[str] = SUBCOMMANDS.keys()) -> argparse.ArgumentParser:
+    """The command's parser: every subcommand listed, the flags of those in ``configure``
+    (all, unless told) added."""
     parser = argparse.ArgumentParser(
         prog="slicectl",
         description="EndpointSlices for any pod label selector, without a Service.",
@@ -34,7 +34,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module_name, help_text) in SUBCOMMANDS.items():
         child = sub.add_parser(name, help=help_text, description=help_text)
-        if only is None or only == name:
+        if name in configure:
             importlib.import_module(module_name).configure(child)
     return parser
 
@@ -43,8 +43,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args_in = list(sys.argv[1:] if argv is None else argv)
     # The subcommand is the first word that is not a flag (the command has no flags of its own
     # but -h); anything else (a typo, none at all) configures nothing and argparse says why.
-    command = next((a for a in args_in if not a.startswith("-")), None)
-    args = build_parser(command if command in SUBCOMMANDS else "").parse_args(args_in)
+    command = next((a for a in args_in if not a.startswith("-")), "")
+    args = build_parser(SUBCOMMANDS.keys() & {command}).parse_args(args_in)
     module = importlib.import_module(SUBCOMMANDS[args.command][0])
     code: int = module.main(args)
     return code
