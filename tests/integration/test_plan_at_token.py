@@ -32,6 +32,7 @@ from slicectl.reconcile import Settings, plan
 from tests.integration.conftest import Cluster
 from tests.integration.support import (
     ESEL,
+    HANG_GUARD,
     SyncInputs,
     create_pod,
     options,
@@ -141,6 +142,9 @@ async def test_the_controller_tells_the_queue_which_syncs_waited_for_their_token
             throttled(key)
 
         queue.throttled = record  # type: ignore[method-assign]
+        # Start the pods once the initial sync is done: on a slow machine the start-up LISTs,
+        # throttled too, can take longer than the pods, and one initial sync would take them all.
+        await asyncio.wait_for(running.controller.initial_sync_done.wait(), HANG_GUARD)
         # A pod every 100 ms asks for a sync (and a write) about as often: at 2 QPS with a
         # burst of 2 some of them must wait, however fast or slow the server answers.
         for i in range(PODS):
