@@ -6,11 +6,12 @@ moving between slices is still briefly duplicated rather than briefly missing. E
 acknowledged write is recorded in the tracker as soon as its answer comes, so its watch echo is
 recognised as ours.
 
-Updates are JSON merge patches carrying only the changed fields plus the cached
-``metadata.resourceVersion`` as a precondition. A 409 means the cached copy of that one slice
-is old: the writer reads that slice, recomputes the patch against it and retries at once (a few
-times), instead of failing the whole sync and sleeping. Deletes carry a UID precondition so a
-slice recreated under the same name is never deleted by mistake.
+Updates are JSON patches setting only the changed fields plus the cached
+``metadata.resourceVersion`` as a precondition (:func:`~slicectl.reconcile.slice_patch`). A 409
+means the cached copy of that one slice is old: the writer reads that slice, recomputes the
+patch against it and retries at once (a few times), instead of failing the whole sync and
+sleeping. Deletes carry a UID precondition so a slice recreated under the same name is never
+deleted by mistake.
 
 A sync with something to write takes its first rate-limit token before calling the writer
 (a :class:`Prepaid`; if it had to wait for it, it plans again first: ``Syncer.sync``). The
@@ -240,7 +241,7 @@ class SliceWriter:
             patch = slice_patch(selector, current, trigger_time)
             try:
                 raw = await self._client.patch(
-                    ENDPOINTSLICES, current.existing.name, patch, ns, patch_type="merge",
+                    ENDPOINTSLICES, current.existing.name, patch, ns, patch_type="json",
                     guard=self._guard, prepaid=token.use(),
                 )
             except NotFound:

@@ -1,10 +1,26 @@
-"""Plan entries -> API JSON: the body of a create and the merge patch of an update.
+"""Plan entries -> API JSON: the body of a create and the JSON patch of an update.
 
 Field names are exactly the EndpointSlice API's (absent optional fields omitted, ``ports`` and
-``endpoints`` never null). An update is an RFC 7386 merge patch carrying only the top-level
-fields that changed (labels key by key, a removed label set to null), plus the cached
-``metadata.resourceVersion`` as an optimistic-concurrency precondition and the trigger-time
-annotation. ownerReferences are never patched: only slices owned by the selector are updated.
+``endpoints`` never null). An update is an RFC 6902 JSON patch that sets only the fields that
+changed, each whole (labels, annotations, endpoints, ports), plus the cached
+``metadata.resourceVersion`` as an optimistic-concurrency precondition. ownerReferences are never
+patched: only slices owned by the selector are updated.
+
+Why a JSON patch and not a merge patch: kube-apiserver (evanphx/json-patch) applies a merge
+patch by walking every value it sets, down to each endpoint's fields, to drop nulls, while a JSON
+patch's values stay the raw JSON they came in; the rest of the write is the same. The same update
+of a 100-endpoint slice, 1,000 of each interleaved on a real kube-apiserver v1.32.6, answered at
+p50 / p99 11.7 / 29.2 ms as a merge patch and 8.8 / 16.6 ms as this JSON patch (BENCHMARKS.md,
+"Updates as JSON patches"). The write's watch event, what the slice's readers wait for, comes
+after that work.
+
+Every operation is an ``add`` of a whole member of an object that always exists (the slice, its
+``metadata``), which RFC 6902 applies whether or not the member is there. So the patch applies to
+any version of the slice, and a stale cache fails where a merge patch fails, at the
+resourceVersion check with 409 Conflict, never with the 422 of an operation whose path is gone.
+The labels written are the spec's exactly (our labels are all the slice's, as upstream's are);
+the annotations are the cached ones with the trigger time set or removed, which is the stored
+map whenever the resourceVersion matches.
 """
 
 from __future__ import annotations
@@ -94,26 +110,27 @@ def new_slice_body(
 
 def slice_patch(
     selector: SelectorRecord, update: SliceUpdate, trigger_time: str | None
-) -> dict[str, Any]:
-    """The merge patch for a planned update: changed fields only, guarded by resourceVersion."""
+) -> list[dict[str, Any]]:
+    """The JSON patch for a planned update: changed fields only, guarded by resourceVersion."""
     existing, spec = update.existing, update.spec
     if existing.owner is None or existing.owner.uid != selector.uid:
         raise ValueError(f"slice {existing.key} is not owned by {selector.key}; never patched")
-    metadata: dict[str, Any] = {"resourceVersion": existing.resource_version}
+    ops = [_add("/metadata/resourceVersion", existing.resource_version)]
     if update.labels_changed:
-        labels: dict[str, str | None] = {
-            k: v for k, v in spec.labels.items() if existing.labels.get(k) != v
-        }
-        labels.update({k: None for k in existing.labels if k not in spec.labels})
-        metadata["labels"] = labels
-    old_trigger = existing.annotations.get(ANNOTATION_TRIGGER_TIME)
-    if trigger_time and trigger_time != old_trigger:
-        metadata["annotations"] = {ANNOTATION_TRIGGER_TIME: trigger_time}
-    elif not trigger_time and old_trigger is not None:
-        metadata["annotations"] = {ANNOTATION_TRIGGER_TIME: None}
-    patch: dict[str, Any] = {"metadata": metadata}
+        ops.append(_add("/metadata/labels", dict(spec.labels)))
+    annotations = dict(existing.annotations)
+    if trigger_time:
+        annotations[ANNOTATION_TRIGGER_TIME] = trigger_time
+    else:
+        annotations.pop(ANNOTATION_TRIGGER_TIME, None)
+    if annotations != existing.annotations:
+        ops.append(_add("/metadata/annotations", annotations))
     if update.endpoints_changed:
-        patch["endpoints"] = [endpoint_to_json(ep) for ep in spec.endpoints]
+        ops.append(_add("/endpoints", [endpoint_to_json(ep) for ep in spec.endpoints]))
     if update.ports_changed:
-        patch["ports"] = [port_to_json(p) for p in spec.ports]
-    return patch
+        ops.append(_add("/ports", [port_to_json(p) for p in spec.ports]))
+    return ops
+
+
+def _add(path: str, value: Any) -> dict[str, Any]:
+    return {"op": "add", "path": path, "value": value}

@@ -1,10 +1,11 @@
 """Builders shared by the reconcile unit tests: records for pods, nodes, selectors and slices,
 and a tiny in-memory "API" that applies a plan through the real render functions (create bodies,
-RFC 7386 merge patches) and parses the result back, so tests see what a cluster would hold.
+RFC 6902 JSON patches) and parses the result back, so tests see what a cluster would hold.
 """
 
 from __future__ import annotations
 
+import copy
 import itertools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -98,16 +99,19 @@ def pods_range(n: int, start: int = 0, **kw: Any) -> list[PodRecord]:
 NODES = {"node-1": NodeRecord("node-1", "zone-a"), "node-2": NodeRecord("node-2", "zone-b")}
 
 
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386."""
-    if not isinstance(patch, dict):
-        return patch
-    out = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            out.pop(key, None)
-        else:
-            out[key] = merge_patch(out.get(key), value)
+def json_patch_adds(target: dict[str, Any], ops: list[dict[str, Any]]) -> dict[str, Any]:
+    """RFC 6902, for the one operation slice updates use: ``add`` of an object's member, whose
+    parent must exist (a path through a missing member fails, as on a real server)."""
+    out = copy.deepcopy(target)
+    for op in ops:
+        assert op["op"] == "add", op
+        *parents, member = (t.replace("~1", "/").replace("~0", "~")
+                            for t in op["path"].split("/")[1:])
+        node = out
+        for token in parents:
+            node = node[token]  # KeyError: the path's parent is missing
+        assert isinstance(node, dict), op
+        node[member] = copy.deepcopy(op["value"])
     return out
 
 
@@ -139,8 +143,9 @@ class FakeCluster:
         for update in plan.updates:
             current = self.objects[update.existing.name]
             patch = slice_patch(selector, update, trigger)
-            assert patch["metadata"]["resourceVersion"] == current["metadata"]["resourceVersion"]
-            new = merge_patch(current, patch)
+            new = json_patch_adds(current, patch)
+            assert new["metadata"]["resourceVersion"] == current["metadata"]["resourceVersion"], (
+                "the patch's resourceVersion precondition is not the cached one")
             version = int(current["metadata"]["resourceVersion"]) + 1
             new["metadata"]["resourceVersion"] = str(version)
             self.objects[update.existing.name] = new

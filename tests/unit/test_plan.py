@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import orjson
 import pytest
 
 from slicectl.model.records import (
@@ -19,9 +20,12 @@ from slicectl.model.records import (
 )
 from slicectl.reconcile import Plan, Settings, new_slice_body, plan, slice_patch
 from slicectl.reconcile.render import generate_name
+from slicectl.sim.patch import JSON_PATCH, apply_patch
+from slicectl.sim.resources import BUILTINS
 from tests.unit.reconcile_builders import NODES, FakeCluster, make_pod, make_selector, pods_range
 
 S100 = Settings()
+ENDPOINTSLICE_TYPE = next(rt for rt in BUILTINS if rt.plural == "endpointslices")
 
 
 def sizes(p: Plan) -> list[int]:
@@ -111,9 +115,10 @@ class TestPacking:
         p = plan(relabeled, pods_range(250), NODES, cluster.slices, S100)
         assert not p.creates and not p.deletes and len(p.updates) == 3
         for u in p.updates:
-            patch = slice_patch(relabeled, u, None)
-            assert set(patch) == {"metadata"}
-            assert patch["metadata"]["labels"] == {"team": "b", "new": "x"}
+            ops = {op["path"]: op["value"] for op in slice_patch(relabeled, u, None)}
+            assert set(ops) == {"/metadata/resourceVersion", "/metadata/labels"}
+            assert {k: ops["/metadata/labels"][k] for k in ("team", "new")} == {
+                "team": "b", "new": "x"}
 
     def test_reserved_label_change_no_update(self) -> None:
         sel = make_selector()
@@ -333,16 +338,58 @@ class TestRender:
         new_sel = make_selector(labels={"keep": "1", "add": "2"})
         pods[1] = replace(pods[1], ready=False)
         (u,) = plan(new_sel, pods, NODES, cluster.slices, S100).updates
-        patch = slice_patch(new_sel, u, None)
-        assert set(patch) == {"metadata", "endpoints"}
-        assert patch["metadata"]["resourceVersion"] == existing.resource_version
-        assert patch["metadata"]["labels"] == {"add": "2", "drop": None}
+        ops = {op["path"]: op for op in slice_patch(new_sel, u, None)}
+        assert {op["op"] for op in ops.values()} == {"add"}
+        assert set(ops) == {"/metadata/resourceVersion", "/metadata/labels",
+                            "/metadata/annotations", "/endpoints"}
+        assert ops["/metadata/resourceVersion"]["value"] == existing.resource_version
+        assert ops["/metadata/labels"]["value"] == dict(u.spec.labels)
+        assert ops["/metadata/labels"]["value"]["add"] == "2"
+        assert "drop" not in ops["/metadata/labels"]["value"]
         # the stale trigger time of the previous write is removed (upstream: zero -> removed)
-        assert patch["metadata"]["annotations"] == {ANNOTATION_TRIGGER_TIME: None}
-        assert [e["conditions"]["ready"] for e in patch["endpoints"]] == [True, False, True]
-        with_time = slice_patch(new_sel, u, "2024-02-02T00:00:00Z")
-        assert with_time["metadata"]["annotations"] == {ANNOTATION_TRIGGER_TIME:
-                                                        "2024-02-02T00:00:00Z"}
+        assert ops["/metadata/annotations"]["value"] == {}
+        assert [e["conditions"]["ready"] for e in ops["/endpoints"]["value"]] == [True, False, True]
+        with_time = {op["path"]: op for op in slice_patch(new_sel, u, "2024-02-02T00:00:00Z")}
+        assert with_time["/metadata/annotations"]["value"] == {
+            ANNOTATION_TRIGGER_TIME: "2024-02-02T00:00:00Z"}
+
+    def test_patch_keeps_the_annotations_of_others(self) -> None:
+        sel = make_selector()
+        cluster = seed(sel, [3])
+        (name,) = cluster.objects
+        cluster.objects[name]["metadata"]["annotations"] = {"team.example/owner": "a",
+                                                            ANNOTATION_TRIGGER_TIME: "old"}
+        (u,) = plan(sel, pods_range(4), NODES, cluster.slices, S100).updates
+        cluster.apply(sel, Plan(updates=(u,)), "2024-02-02T00:00:00Z")
+        (after,) = cluster.slices
+        assert after.annotations == {"team.example/owner": "a",
+                                     ANNOTATION_TRIGGER_TIME: "2024-02-02T00:00:00Z"}
+        unchanged = slice_patch(sel, replace(u, existing=after), "2024-02-02T00:00:00Z")
+        assert "/metadata/annotations" not in {op["path"] for op in unchanged}
+
+    def test_patch_applies_to_any_version_and_fails_only_on_its_precondition(self) -> None:
+        """Checked with the embedded server's RFC 6902 (the oracle cross-checked against
+        evanphx/json-patch): whatever the stored slice now lacks, every operation applies, and
+        the patched object carries the cached resourceVersion, which the store answers with
+        409 Conflict when it is not the stored one (never the 422 of a failed operation)."""
+        sel = make_selector(labels={"team": "a"})
+        cluster = seed(sel, [3])
+        (name,) = cluster.objects
+        cluster.objects[name]["metadata"]["annotations"] = {ANNOTATION_TRIGGER_TIME: "t"}
+        (u,) = plan(make_selector(labels={"team": "b"}), pods_range(4), NODES, cluster.slices,
+                    S100).updates
+        ops = slice_patch(make_selector(labels={"team": "b"}), u, None)
+        assert {op["path"] for op in ops} >= {"/metadata/labels", "/metadata/annotations",
+                                               "/endpoints"}
+        newer = dict(cluster.objects[name])
+        newer["metadata"] = {k: v for k, v in newer["metadata"].items()
+                             if k not in ("labels", "annotations")}
+        newer["metadata"]["resourceVersion"] = "999999"
+        for gone in ("endpoints", "ports"):
+            newer.pop(gone, None)
+        patched, _ = apply_patch(newer, orjson.dumps(ops), JSON_PATCH, ENDPOINTSLICE_TYPE)
+        assert patched["metadata"]["resourceVersion"] == u.existing.resource_version
+        assert len(patched["endpoints"]) == 4 and patched["metadata"]["labels"]["team"] == "b"
 
     def test_patch_refuses_foreign_slice(self) -> None:
         sel = make_selector()
