@@ -9,8 +9,9 @@ patched: only slices owned by the selector are updated.
 Why a JSON patch and not a merge patch: kube-apiserver (evanphx/json-patch) applies a merge
 patch by walking every value it sets, down to each endpoint's fields, to drop nulls, while a JSON
 patch's values stay the raw JSON they came in; the rest of the write is the same. The same update
-of a 100-endpoint slice, 1,000 of each interleaved on a real kube-apiserver v1.32.6, answered at
-p50 / p99 11.7 / 29.2 ms as a merge patch and 8.8 / 16.6 ms as this JSON patch (BENCHMARKS.md,
+of a 100-endpoint slice answered at p50 8.7 and 7.4 ms as this JSON patch against 11.8 and 9.6 ms
+as a merge patch (p99 25.4 and 22.7 against 30.5 and 23.7 ms), in two runs of 1,000 of each,
+interleaved, on a real kube-apiserver v1.32.6 (``benchmarks/update_cost.py``; BENCHMARKS.md,
 "Updates as JSON patches"). The write's watch event, what the slice's readers wait for, comes
 after that work.
 

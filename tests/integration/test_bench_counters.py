@@ -4,6 +4,8 @@
 with the benchmark's client; the benchmark compares the difference across a run with the
 writes its slice watch saw. Runs on the embedded server and on a real cluster alike.
 
+``benchmarks.update_cost`` (one update's cost to the server, by request kind) runs here too.
+
 It also reads how long a slicectl contender waited for its client's rate limit, from the
 contender's own /metrics (``ControllerProcess.rate_limit_wait``).
 """
@@ -14,9 +16,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from benchmarks import update_cost
 from benchmarks.apiserver import free_port, slice_write_requests
 from benchmarks.contenders import ControllerProcess
-from slicectl.kube.resources import ENDPOINTSLICES
+from slicectl.kube.resources import ENDPOINTSLICES, NAMESPACES
 from slicectl.obs.health import HealthServer
 from slicectl.obs.metrics import Metrics
 from tests.integration.conftest import Cluster
@@ -64,3 +69,20 @@ async def test_a_contenders_rate_limit_waits_are_read_from_its_metrics(tmp_path:
     blind = ControllerProcess([sys.executable, "-c", "pass"], str(tmp_path / "log2"))
     blind.stop()
     assert await blind.rate_limit_wait() is None
+
+
+async def test_update_cost_times_both_kinds_of_update_and_cleans_up(
+    api: Cluster, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``benchmarks.update_cost`` sends both patches of each update (it checks that they
+    landed), reports each kind, and deletes the namespace it made."""
+    await update_cost.run(api.kubeconfig, 3, 10)
+    out = capsys.readouterr().out
+    assert "3 updates of each kind, one 10-endpoint slice" in out
+    for kind in ("json patch", "merge patch"):
+        assert f"{kind:<12} n=3 " in out, out
+    namespaces, _ = await api.client.list(NAMESPACES)
+    left = [n["metadata"]["name"] for n in namespaces
+            if n["metadata"]["name"].startswith("slicectl-update-cost-")
+            and not n["metadata"].get("deletionTimestamp")]
+    assert left == [], left
