@@ -24,7 +24,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from benchmarks.apiserver import EmbeddedServer
+from benchmarks.apiserver import EmbeddedServer, LocalServer
 from benchmarks.baselines.upstream import UpstreamPlan
 from benchmarks.contenders import (
     BATCH_ZERO,
@@ -135,7 +135,9 @@ async def run(args: argparse.Namespace) -> int:
                     await apply_crd(client, crd_manifest())
                 created = await ensure_nodes(client)
                 beat = asyncio.create_task(heartbeat(client)) if server is None else None
-                ctx = Context(client, kubeconfig, args.context, server, out,
+                ctx = Context(client, kubeconfig, args.context,
+                              server or (LocalServer(args.server_pid) if args.server_pid
+                                         else None), out,
                               60.0 if args.quick else 180.0, say, upstream,
                               args.namespace_prefix)
                 try:
@@ -217,6 +219,10 @@ def main() -> int:
                    "controller already (default: $SLICECTL_BENCH_KCM)")
     r.add_argument("--kcm-kubeconfig", help="kubeconfig for that kube-controller-manager "
                    "(default: --kubeconfig)")
+    r.add_argument("--server-pid", type=int, action="append", default=[], metavar="PID",
+                   help="with --kubeconfig: a process of that cluster's API server running on "
+                        "this machine (kube-apiserver, etcd; repeatable), whose CPU is reported "
+                        "as server CPU s")
     r.add_argument("--namespace-prefix", default="bench",
                    help="namespaces are PREFIX-SCENARIO-RANDOM (default: bench)")
     rp = sub.add_parser("plot", help="redraw the table and plots of an earlier run's DIR")
@@ -224,6 +230,11 @@ def main() -> int:
     args = p.parse_args()
     if args.command == "plot":
         return replot(args.out)
+    if args.server_pid and not args.kubeconfig:
+        r.error("--server-pid needs --kubeconfig: the embedded server's CPU is read anyway")
+    for pid in args.server_pid:
+        if not Path(f"/proc/{pid}/stat").exists():
+            r.error(f"--server-pid {pid}: no such process on this machine")
     args.out.mkdir(parents=True, exist_ok=True)
     from slicectl.obs.logging import configure_logging
     configure_logging("warning", "console")

@@ -9,6 +9,7 @@ watch sees; on a shared real cluster it also counts other clients' slice writes.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import socket
@@ -69,6 +70,21 @@ class EmbeddedServer:
             self.proc.kill()
             self.proc.wait()
         self.tmp.cleanup()
+
+
+class LocalServer:
+    """A real cluster's API server processes running on this machine (kube-apiserver, etcd:
+    ``--server-pid``), whose CPU the benchmark reads from /proc as it does the embedded
+    server's. A process that has exited counts what it had spent when last read."""
+
+    def __init__(self, pids: list[int]) -> None:
+        self._spent = {pid: cpu_seconds(pid) for pid in pids}  # checks that each one exists
+
+    def cpu(self) -> float:
+        for pid in self._spent:
+            with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+                self._spent[pid] = cpu_seconds(pid)
+        return sum(self._spent.values())
 
 
 def free_port() -> int:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.apiserver import EmbeddedServer, free_port, slice_write_requests
+from benchmarks.apiserver import EmbeddedServer, LocalServer, free_port, slice_write_requests
 from benchmarks.baselines.upstream import AttachedProcess, UpstreamPlan
 from benchmarks.contenders import Contender, ControllerProcess
 from benchmarks.driver import Cluster
@@ -39,7 +39,7 @@ class Context:
     client: KubeClient
     kubeconfig: str
     context: str | None
-    server: EmbeddedServer | None
+    server: EmbeddedServer | LocalServer | None  # whose CPU is read, if any
     out: Path
     converge_limit: float
     log: Callable[[str], None]
