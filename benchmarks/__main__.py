@@ -135,9 +135,8 @@ async def run(args: argparse.Namespace) -> int:
                     await apply_crd(client, crd_manifest())
                 created = await ensure_nodes(client)
                 beat = asyncio.create_task(heartbeat(client)) if server is None else None
-                ctx = Context(client, kubeconfig, args.context,
-                              server or (LocalServer(args.server_pid) if args.server_pid
-                                         else None), out,
+                measured = LocalServer(args.server_pid) if args.server_pid else server
+                ctx = Context(client, kubeconfig, args.context, measured, out,
                               60.0 if args.quick else 180.0, say, upstream,
                               args.namespace_prefix)
                 try:

@@ -1,15 +1,17 @@
 """Builders shared by the reconcile unit tests: records for pods, nodes, selectors and slices,
 and a tiny in-memory "API" that applies a plan through the real render functions (create bodies,
-RFC 6902 JSON patches) and parses the result back, so tests see what a cluster would hold.
+RFC 6902 JSON patches, applied by the embedded server's own patch code) and parses the result
+back, so tests see what a cluster would hold.
 """
 
 from __future__ import annotations
 
-import copy
 import itertools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+import orjson
 
 from slicectl.model.parse import parse_selector, parse_slice
 from slicectl.model.records import (
@@ -21,7 +23,10 @@ from slicectl.model.records import (
     SliceRecord,
 )
 from slicectl.reconcile import Plan, new_slice_body, slice_patch
+from slicectl.sim.patch import JSON_PATCH, apply_patch
+from slicectl.sim.resources import BUILTINS
 
+ENDPOINTSLICE_TYPE = next(rt for rt in BUILTINS if rt.plural == "endpointslices")
 SLICECTL_API = SelectorRef("slicectl.io", "v1alpha1", "EndpointSelector", "endpointselectors")
 
 
@@ -99,22 +104,6 @@ def pods_range(n: int, start: int = 0, **kw: Any) -> list[PodRecord]:
 NODES = {"node-1": NodeRecord("node-1", "zone-a"), "node-2": NodeRecord("node-2", "zone-b")}
 
 
-def json_patch_adds(target: dict[str, Any], ops: list[dict[str, Any]]) -> dict[str, Any]:
-    """RFC 6902, for the one operation slice updates use: ``add`` of an object's member, whose
-    parent must exist (a path through a missing member fails, as on a real server)."""
-    out = copy.deepcopy(target)
-    for op in ops:
-        assert op["op"] == "add", op
-        *parents, member = (t.replace("~1", "/").replace("~0", "~")
-                            for t in op["path"].split("/")[1:])
-        node = out
-        for token in parents:
-            node = node[token]  # KeyError: the path's parent is missing
-        assert isinstance(node, dict), op
-        node[member] = copy.deepcopy(op["value"])
-    return out
-
-
 @dataclass
 class FakeCluster:
     """EndpointSlices as JSON, changed only through plan bodies and patches."""
@@ -143,7 +132,7 @@ class FakeCluster:
         for update in plan.updates:
             current = self.objects[update.existing.name]
             patch = slice_patch(selector, update, trigger)
-            new = json_patch_adds(current, patch)
+            new, _ = apply_patch(current, orjson.dumps(patch), JSON_PATCH, ENDPOINTSLICE_TYPE)
             assert new["metadata"]["resourceVersion"] == current["metadata"]["resourceVersion"], (
                 "the patch's resourceVersion precondition is not the cached one")
             version = int(current["metadata"]["resourceVersion"]) + 1

@@ -21,11 +21,16 @@ from slicectl.model.records import (
 from slicectl.reconcile import Plan, Settings, new_slice_body, plan, slice_patch
 from slicectl.reconcile.render import generate_name
 from slicectl.sim.patch import JSON_PATCH, apply_patch
-from slicectl.sim.resources import BUILTINS
-from tests.unit.reconcile_builders import NODES, FakeCluster, make_pod, make_selector, pods_range
+from tests.unit.reconcile_builders import (
+    ENDPOINTSLICE_TYPE,
+    NODES,
+    FakeCluster,
+    make_pod,
+    make_selector,
+    pods_range,
+)
 
 S100 = Settings()
-ENDPOINTSLICE_TYPE = next(rt for rt in BUILTINS if rt.plural == "endpointslices")
 
 
 def sizes(p: Plan) -> list[int]:
