@@ -12,7 +12,12 @@ slice count at the ideal ``ceil(endpoints / max)`` without spending writes it do
    (full ones first). A remainder goes into the untouched slice it fits best (all of it, one
    write), else into a new slice if that is still within the ideal, else into the untouched
    slices with the most room (fill before creating: a write now instead of a fragmented
-   group that would need compaction later).
+   group that would need compaction later), but only while that takes at most
+   ``FILL_EXTRA_WRITES`` more writes than placing it as upstream does (new full slices, the
+   last part into the best-fitting untouched slice or a new one). Spreading 49 new pods over
+   49 nearly full slices would be 49 writes where one create does, and would hold the last
+   of them behind 49 rate-limit tokens; such a group is brought back to its ideal count by
+   the budgeted compaction below, in quiet periods.
 4. Free compaction: slices written anyway (rewritten or created) are merged while their
    endpoints fit in fewer of them, smallest first. An update becomes a delete, a create
    disappears: never an extra write.
@@ -37,6 +42,9 @@ from slicectl.model.records import Endpoint, SliceRecord
 from slicectl.reconcile.desired import GroupKey, Identity
 from slicectl.reconcile.endpoints import endpoint_sort_key
 from slicectl.reconcile.types import SliceSpec, SliceUpdate
+
+# Filling untouched slices instead of creating may cost at most this many more writes.
+FILL_EXTRA_WRITES = 1
 
 
 @dataclass(slots=True, eq=False)
@@ -97,7 +105,7 @@ def pack_group(
 
     new = list(remaining.values())  # oldest pods first: see desired.age_order
     result.added = len(new)
-    ideal = -(-len(desired) // max_endpoints)
+    ideal = _ceil(len(desired), max_endpoints)
     # 2. Slices written anyway, fullest first; then emptied ones (a delete saved).
     written.sort(key=lambda s: (-len(s.endpoints), s.name))
     taken = _fill([*written, *empty], new, 0, max_endpoints)
@@ -106,7 +114,8 @@ def pack_group(
 
     # 3. New slices as long as the group stays within its ideal count, full ones first; the
     #    rest into the best-fitting untouched slice, else into the untouched slices with the
-    #    most room (fill before creating), else (no room left) into more new slices.
+    #    most room (fill before creating) if that costs at most FILL_EXTRA_WRITES more writes
+    #    than upstream's placement, which takes whatever is left.
     allowed = ideal - len(written) - len(untouched)
     while len(new) - taken >= max_endpoints and allowed > 0:
         written.append(_Slot(None, new[taken : taken + max_endpoints]))
@@ -120,14 +129,26 @@ def pack_group(
     elif rest and allowed > 0:
         written.append(_Slot(None, new[taken:]))
         taken = len(new)
-    for slot in sorted(untouched, key=lambda s: (len(s.endpoints), s.name)):
-        if taken == len(new):
-            break
-        _touch(slot, untouched, written)
-        taken = _fill([slot], new, taken, max_endpoints)
-    while taken < len(new):
+    elif rest:
+        roomy = sorted(untouched, key=lambda s: (len(s.endpoints), s.name))
+        receivers, left = _spread(roomy, rest, max_endpoints)
+        if len(receivers) + _ceil(left, max_endpoints) <= (
+                _ceil(rest, max_endpoints) + FILL_EXTRA_WRITES):
+            for slot in receivers:
+                _touch(slot, untouched, written)
+            taken = _fill(receivers, new, taken, max_endpoints)
+    # Upstream's placement for what is left: new full slices, then the last part into the
+    # best-fitting untouched slice, else a new one.
+    while len(new) - taken >= max_endpoints:
         written.append(_Slot(None, new[taken : taken + max_endpoints]))
         taken += max_endpoints
+    if taken < len(new):
+        best = _best_fit(untouched, len(new) - taken, max_endpoints)
+        if best is not None:
+            _touch(best, untouched, written).endpoints.extend(new[taken:])
+        else:
+            written.append(_Slot(None, new[taken:]))
+        taken = len(new)
 
     # 4. Free compaction among the slices written anyway.
     empty += _merge_written(written, max_endpoints)
@@ -145,6 +166,24 @@ def pack_group(
             result.updates.append(SliceUpdate(slot.record, spec))
     result.kept = [s.record for s in untouched if s.record is not None]
     return result
+
+
+def _ceil(n: int, size: int) -> int:
+    return -(-n // size)
+
+
+def _spread(slots: list[_Slot], rest: int, max_endpoints: int) -> tuple[list[_Slot], int]:
+    """The slots of ``slots`` (in order) that ``rest`` new endpoints would top up, and how
+    many of them would still need a place."""
+    receivers: list[_Slot] = []
+    for slot in slots:
+        if rest == 0:
+            break
+        room = max_endpoints - len(slot.endpoints)
+        if room > 0:
+            receivers.append(slot)
+            rest -= min(room, rest)
+    return receivers, rest
 
 
 def _fill(slots: list[_Slot], new: list[Endpoint], taken: int, max_endpoints: int) -> int:

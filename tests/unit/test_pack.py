@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from slicectl.model.records import PodRecord, SelectorRecord
 from slicectl.reconcile import Plan, Settings, new_slice_body, plan
+from slicectl.reconcile.pack import FILL_EXTRA_WRITES
 from tests.unit.reconcile_builders import NODES, FakeCluster, make_selector, pods_range
 
 S100 = Settings()
@@ -189,5 +191,41 @@ def test_budget_never_exceeded_and_slices_stay_exact(
     assert all(len(s.endpoints) <= max_n for s in cluster.slices)
     if pods:
         assert all(s.endpoints for s in cluster.slices)
-        # Fill before creating: a create never takes the group above max(before, ideal).
-        assert len(cluster.slices) <= max(len(counts), -(-len(pods) // max_n))
+    if removes or flips or budget:
+        return
+    # A scale-up costs at most one write more than upstream's placement (full new slices, the
+    # last part into the best-fitting slice or a new one) ...
+    assert p.writes <= -(-adds // max_n) + FILL_EXTRA_WRITES
+    # ... and fills before creating whenever that stays within it: the group then ends within
+    # max(before, ideal) slices.
+    ideal = -(-len(pods) // max_n)
+    if len(cluster.slices) > max(len(counts), ideal) and len(counts) >= ideal:
+        rooms = sorted((max_n - c for c in counts if c < max_n), reverse=True)
+        hosts = next((i + 1 for i in range(len(rooms)) if sum(rooms[: i + 1]) >= adds),
+                     len(rooms))
+        left = max(0, adds - sum(rooms[:hosts]))
+        assert hosts + -(-left // max_n) > -(-adds // max_n) + FILL_EXTRA_WRITES
+
+
+@pytest.mark.parametrize(
+    ("counts", "adds", "writes", "final"),
+    [
+        # 49 pods over 49 nearly full slices: one create, not 49 updates; compaction in quiet
+        # periods brings the group back to its ideal count.
+        ([99] * 50, 49, 1, [49] + [99] * 50),
+        ([90] * 10, 100, 1, [90] * 10 + [100]),
+        # Upstream's placement (two full slices, the 50 left into a half-full one): 3 writes,
+        # where filling all five would take 5.
+        ([50] * 5, 250, 3, [50] * 4 + [100] * 3),
+        # Filling takes one write more than a create and keeps the group at its ideal count.
+        ([100, 100, 95, 60], 45, 2, [100] * 4),
+    ],
+)
+def test_filling_before_creating_costs_at_most_one_more_write(
+    counts: list[int], adds: int, writes: int, final: list[int]
+) -> None:
+    sel = make_selector()
+    cluster, pods = seeded(sel, counts)
+    p = apply(sel, pods + pods_range(adds, 90_000), cluster)
+    assert p.writes == writes
+    assert sizes(cluster) == sorted(final)
