@@ -208,6 +208,7 @@ class Controller:
             tg.create_task(self._export_stats())
             await asyncio.gather(*(inf.synced.wait() for inf in self._informers),
                                  *(e.wait() for e in self._apis_listed))
+            self.router.listed = True
             self.caches_synced.set()
             log.info("caches synced", pods=len(self.router.pods),
                      selectors=len(self.router.selectors))

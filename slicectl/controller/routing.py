@@ -26,7 +26,9 @@ pod whose Ready condition changed (or that appeared with one), that condition's
 ``lastTransitionTime``; otherwise the time the change was observed (the records carry no better
 change time). The queue keeps the oldest per selector: the oldest change the next write
 reflects. A selector's first sync by this process has no such history and takes its time from
-the objects (see :mod:`slicectl.reconcile.trigger`).
+the objects (see :mod:`slicectl.reconcile.trigger`). So the pods of the first lists, before
+:attr:`Router.listed` is set, are the state the process starts from, not changes: a pod Ready
+for a month would otherwise stamp the first write after a restart a month old.
 
 Queue keys are ``<api group>/<namespace>/<name>`` so two selector flavours with the same name in
 one namespace never share a key or each other's slices.
@@ -93,6 +95,7 @@ class Router:
         self._slices: dict[str, dict[str, SliceRecord]] = {}  # selector key -> slice uid -> slice
         self._slice_keys: dict[str, tuple[str, ...]] = {}  # slice uid -> selector keys
         self._invalid: dict[str, str] = {}  # selector key -> why its current spec is invalid
+        self.listed = False  # every cache has listed once: pod events are changes from now on
 
     # -- reads for the syncer ---------------------------------------------------------------
 
@@ -152,7 +155,8 @@ class Router:
             self.pods.put(new.key, new)
         keys = self._pod_keys(None, new)
         if keys:
-            self._enqueue(keys, True, parse_rfc3339(new.ready_transition), removal=False)
+            when = parse_rfc3339(new.ready_transition) if self.listed else None
+            self._enqueue(keys, True, when, removal=False)
 
     def pod_updated(self, old: PodRecord, new: PodRecord) -> None:
         if not self.pods.holds(new):

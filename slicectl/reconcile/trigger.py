@@ -16,7 +16,7 @@ What it decides, from what the slices already say:
   ``last-change-trigger-time`` its slices carry: the oldest change the last writer did not
   reflect (a pod that turned unready, or ready, while slicectl was down; one that changed
   within the last write's batch window may be counted again, an overstatement of at most that
-  window);
+  window). The transition the annotation itself came from is not newer: it was published;
 * None when neither tells (no annotation, or no newer transition: a deletion has no time of
   its own), and the caller keeps the time it observed the change.
 """
@@ -45,6 +45,10 @@ def first_sync_trigger(
     last = max((t for t in written if t is not None), default=None)
     if last is None:
         return None
+    # Ready transitions are whole seconds. An annotation with a fraction was an observed time:
+    # a transition stamped in its second may have followed it. A whole-second annotation was
+    # itself a Ready transition, the one the last write published: only later ones are new.
+    slack = 1.0 if last % 1.0 else 0.0
     parsed: dict[str, float | None] = {}  # pods share their transition strings
     oldest: float | None = None
     for pod in pods:
@@ -54,7 +58,6 @@ def first_sync_trigger(
         when = parsed.get(text)
         if text not in parsed:
             when = parsed[text] = parse_rfc3339(text)
-        # Whole seconds: a transition stamped in the last write's second may follow it.
-        if when is not None and when > last - 1.0 and (oldest is None or when < oldest):
+        if when is not None and when > last - slack and (oldest is None or when < oldest):
             oldest = when
     return oldest

@@ -13,14 +13,20 @@ import contextlib
 import os
 import signal
 import sys
+import time
 from collections.abc import AsyncIterator
 
+from slicectl.kube.resources import PODS
+from slicectl.model.records import ANNOTATION_TRIGGER_TIME
+from slicectl.model.timefmt import parse_rfc3339
 from tests.integration.conftest import Cluster
 from tests.integration.support import (
     ESEL,
     SliceWrites,
     create_pod,
     ensure_node,
+    pod_body,
+    pod_status,
     selector_body,
     slices_of,
     wait_until,
@@ -122,3 +128,47 @@ async def test_sigkill_mid_sync_then_restart_converges_without_duplicates(
           f"(expected {6 - len(partial)} creates), small selector untouched")
     assert writes.total - before_restart == 6 - len(partial)
     await writes.stop()
+
+
+async def test_the_first_write_after_a_restart_is_dated_by_what_changed_while_down(
+    cluster: Cluster,
+) -> None:
+    """The write that published a pod is dated by its Ready transition; after a restart that
+    pod still carries it, and so does every pod the new process lists: neither is a change.
+    A pod deleted while no slicectl ran has no time of its own, so the write that removes it
+    is dated when the restarted process saw it, not by the Ready times of the pods it keeps
+    (which would report the whole downtime as network-programming latency)."""
+    c = cluster
+    await ensure_node(c.client, "node-a", "zone-a")
+    await c.client.create(ESEL, selector_body("dated", {"app": "dated"}, ports=PORTS),
+                          c.namespace)
+
+    async def endpoints(n: int) -> bool:
+        return sum(len(s["endpoints"]) for s in
+                   await slices_of(c.client, c.namespace, "dated")) == n
+
+    async with slicectl_process(c):
+        async def placeholder() -> bool:
+            return len(await slices_of(c.client, c.namespace, "dated")) == 1
+
+        await wait_until(placeholder, what="the selector's placeholder slice")
+        ready_since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        for i in range(3):
+            await c.client.create(PODS, pod_body(f"dated-{i}", {"app": "dated"},
+                                                 node="node-a"), c.namespace)
+            status = pod_status(f"10.4.0.{i + 1}")
+            status["status"]["conditions"][0]["lastTransitionTime"] = ready_since  # kubelet's
+            await c.client.patch(PODS, f"dated-{i}", status, c.namespace, subresource="status")
+        await wait_until(lambda: endpoints(3), what="first process published three pods")
+    (first,) = await slices_of(c.client, c.namespace, "dated")
+    assert (parse_rfc3339(first["metadata"]["annotations"][ANNOTATION_TRIGGER_TIME])
+            == parse_rfc3339(ready_since)), "a write is dated by the Ready transition it carries"
+    await asyncio.sleep(2.0)  # so that "when seen" and the Ready time are seconds apart
+    deleted_at = time.time()
+    await c.client.delete(PODS, "dated-0", c.namespace, grace_period_seconds=0)
+    async with slicectl_process(c):
+        await wait_until(lambda: endpoints(2), what="restarted process removed the pod")
+    (only,) = await slices_of(c.client, c.namespace, "dated")
+    stamped = parse_rfc3339(only["metadata"]["annotations"][ANNOTATION_TRIGGER_TIME])
+    assert stamped is not None and stamped >= deleted_at - 0.5, (
+        f"the removal is dated {deleted_at - (stamped or 0):.1f} s before the pod was deleted")

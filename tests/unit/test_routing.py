@@ -94,6 +94,29 @@ async def test_trigger_time_is_the_ready_transition_else_the_observed_time() -> 
     assert trigger is not None and trigger <= time.time()
 
 
+async def test_pods_of_the_first_lists_are_state_not_changes() -> None:
+    """Before every cache listed, a pod's Ready time is how long it has been Ready, not when
+    something changed: the first sync after a restart takes its trigger from the slices
+    (reconcile.trigger), and the queue holds the time the pod was observed. Once listed,
+    a pod that appears is a change dated by its Ready transition."""
+    r = router()
+    web = make_selector("web")
+    r.selector_added(web)
+    drain(r)
+    before = time.time()
+    old = replace(make_pod("p1", "10.0.0.1", labels={"app": "web"}),
+                  ready_transition="2026-01-01T00:00:00Z")
+    r.pod_added(old)
+    _, _, trigger = await asyncio.wait_for(r.queue.get(), timeout=5)
+    assert trigger is not None and trigger >= before
+    r.queue.done(record_key(web))
+    drain(r)
+    r.listed = True
+    r.pod_added(replace(old, name="p2", uid="p2", pod_ips=("10.0.0.2",)))
+    _, _, trigger = await asyncio.wait_for(r.queue.get(), timeout=5)
+    assert trigger == datetime(2026, 1, 1, tzinfo=UTC).timestamp()
+
+
 async def test_pure_relabel_syncs_only_the_selectors_entered_and_left() -> None:
     r = router()
     for name in ("web", "api", "all"):

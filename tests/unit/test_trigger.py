@@ -68,6 +68,19 @@ def test_a_transition_in_the_second_of_the_last_write_counts() -> None:
     assert first_sync_trigger(sel, earlier, slices, CFG) is None
 
 
+def test_the_transition_the_last_write_published_is_not_new() -> None:
+    """The common annotation is a pod's Ready time, a whole second. After a restart that pod
+    still carries it: counting it would date a write made days later (a pod deleted while no
+    slicectl ran, say) to the change the previous write published."""
+    ready = "2026-03-02T10:00:00Z"
+    sel, pods, slices = _world(annotation="2026-03-02T10:00:00.000000000Z")
+    a = _at(pods[0], ready)
+    assert first_sync_trigger(sel, [a], slices, CFG) is None
+    later = _at(pods[1], "2026-03-02T10:00:01Z")
+    assert first_sync_trigger(sel, [a, later], slices, CFG) == parse_rfc3339(
+        "2026-03-02T10:00:01Z")
+
+
 def test_nothing_known_gives_none() -> None:
     sel, pods, slices = _world()
     assert first_sync_trigger(sel, pods, slices, CFG) is None  # no Ready times at all
