@@ -12,8 +12,16 @@ connection error, a timeout, a 403 until RBAC is fixed) is retried with backoff 
 never come in steady state, so "left to the next sync" could leave the status wrong for good.
 When the API server answers again after an outage, the writes that failed during it go at once
 (:mod:`slicectl.controller.outage`). A status write is dropped when it cannot land (the
-selector is gone: 404; the patch is invalid: 422), when this replica may no longer write (the
-new leader writes its own), and on a non-API exception (a bug, logged).
+selector is gone: 404; the patch is invalid: 422) and on a non-API exception (a bug, logged).
+
+A status write the write gate refuses (:class:`~slicectl.election.gate.NotLeading`) is held,
+not dropped: the gate closes a little before a possible step-down and may reopen in the same
+term (a late lease renewal), with no new start to sync every selector again, and nothing else
+would write that status. Its sender parks until the gate opens, as the workers do (no retry
+loop while this replica may not write), then sends the newest status pending for the selector.
+If leadership was really lost, the new leader writes its own; should this replica lead again,
+a held status that is not what the new term's sync wants is put right by that sync (or by the
+echo of the held write, which is not what the sync wanted).
 
 A bounded pool of senders drains the pending statuses in submission order, so a takeover that
 syncs 10k selectors at once queues 10k small entries, not 10k tasks all waiting for tokens; a
@@ -42,7 +50,7 @@ SENDERS = 4
 
 
 def _retryable(exc: Exception) -> bool:
-    if isinstance(exc, (NotFound, Invalid, NotLeading)):
+    if isinstance(exc, (NotFound, Invalid)):
         return False
     return isinstance(exc, (ApiError, aiohttp.ClientError, OSError, TimeoutError))
 
@@ -71,7 +79,10 @@ class StatusPublisher:
         return key in self._pending or key in self._in_flight
 
     def _kick(self) -> None:
-        if len(self._tasks) < self._senders and self._next() is not None:
+        # Only live senders count: one that has just left its loop stays in ``_tasks`` until
+        # its done-callback runs, a loop iteration later, and will not look at _pending again.
+        live = sum(not task.done() for task in self._tasks)
+        if live < self._senders and self._next() is not None:
             task = asyncio.create_task(self._drain())
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
@@ -91,14 +102,21 @@ class StatusPublisher:
             selector, patch = self._pending.pop(key)
             self._not_before.pop(key, None)
             self._in_flight.add(key)
+            refused: NotLeading | None = None
             try:
                 await self._write(selector, patch)
                 self._failures.pop(key, None)
                 self._outage.succeeded(key)
+            except NotLeading as exc:
+                refused = exc
+                self._pending.setdefault(key, (selector, patch))  # unless superseded
             except Exception as exc:
                 self._failed(key, selector, patch, exc)
             finally:
                 self._in_flight.discard(key)
+            if refused is not None:  # module docstring: held until the gate opens again
+                log.info("status write held until this replica may write again", selector=key)
+                await refused.gate.wait_writable()
 
     def _failed(self, key: str, selector: SelectorRecord, patch: dict[str, Any],
                 exc: Exception) -> None:
@@ -136,7 +154,8 @@ class StatusPublisher:
         self._kick()
 
     async def flush(self) -> None:
-        """Wait for every queued status write, retries included (shutdown and tests)."""
+        """Wait for every queued status write, retries included (shutdown and tests); also for
+        writes held while the write gate is closed, so bound it when the gate may stay so."""
         while self._tasks or self._pending:
             if self._tasks:
                 await asyncio.gather(*list(self._tasks), return_exceptions=True)

@@ -6,6 +6,12 @@ behind our own writes (the tracker's *stale* check, preceded by a read of the se
 when a create of ours has an unknown outcome), hands the plan to the writer, and then reports
 the outcome: metrics, the selector's status (under its write budget) and Warning events.
 
+That read is by label, which names the selector but not its API flavour: only the slices the
+selector owns (:func:`~slicectl.reconcile.plan.is_owned`) become expectations. Another
+flavour's same-named selector's slices never reach this key's cache (the router keys slices by
+their owner's group), so expecting them would refuse every sync as stale until the
+expectations expired, minutes later.
+
 **Plan at the token.** A sync with something to write takes its first write's rate-limit token
 before writing. When the client's rate limit makes it wait for that token (a burst of syncs
 across many selectors), it plans again once the token is due, so the write carries the changes
@@ -61,6 +67,7 @@ from slicectl.model.records import (
 from slicectl.model.selector import from_label_selector
 from slicectl.model.timefmt import rfc3339_nano
 from slicectl.reconcile import EndpointMemo, Plan, Settings, first_sync_trigger, plan
+from slicectl.reconcile.plan import is_owned
 
 log = structlog.get_logger("slicectl.sync")
 
@@ -232,7 +239,8 @@ class Syncer:
         if self._tracker.has_unknown_creates(key):
             # A create of ours may have landed unseen: ask the server, then wait for the cache.
             live = await self._writer.live_slices(sel.namespace, self._label_selector(sel))
-            if self._tracker.resolve_unknown_creates(key, live):
+            ours = [s for s in live if is_owned(sel, s, self._settings)]  # module docstring
+            if self._tracker.resolve_unknown_creates(key, ours):
                 log.info("a create with a lost answer had landed; waiting for the cache",
                          selector=key)
 

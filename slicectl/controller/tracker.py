@@ -90,8 +90,9 @@ class SliceTracker:
         return selector_key in self._unknown_creates
 
     def resolve_unknown_creates(self, selector_key: str, live: Iterable[SliceRecord]) -> int:
-        """Settle unknown creates against the server's slices; returns how many were unknown
-        slices (now expected in the cache)."""
+        """Settle unknown creates against the server's slices of this selector (``live``: only
+        those it owns, which the router files under ``selector_key``); returns how many were
+        unknown slices (now expected in the cache)."""
         known = self._by_selector.setdefault(selector_key, {})
         found = 0
         for s in live:  # a uid deleted since the read was answered is not expected back

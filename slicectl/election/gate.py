@@ -4,7 +4,8 @@ Every write the controller sends (slices, status) passes the gate *right before 
 wire*: after the client's rate-limiter wait and before each 429 resend, so a request that waited
 never lands after leadership lapsed. Workers that find the gate closed do not retry in a loop:
 they park in :meth:`WriteGate.wait_writable` until the gate opens again, and their keys stay
-queued for then.
+queued for then. The status publisher's senders do the same with a refused status write, which
+:class:`NotLeading` makes possible by naming the gate that refused.
 
 Implementations: :class:`~slicectl.election.lease.LeaderElector` (open while the last lease
 renewal is younger than the renew deadline), :data:`ALWAYS` (no leader election) and
@@ -17,10 +18,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
-
-
-class NotLeading(Exception):
-    """This replica may not write: leadership was lost or is uncertain."""
 
 
 @runtime_checkable
@@ -61,6 +58,18 @@ class PolledGate:
             await asyncio.sleep(self._poll)
 
 
+class NotLeading(Exception):
+    """This replica may not write: leadership was lost or is uncertain.
+
+    ``gate`` is the gate that refused: its :meth:`~WriteGate.wait_writable` says when a write
+    held back may go after all (the gate may reopen in the same term, with no new start)."""
+
+    def __init__(self, gate: WriteGate,
+                 message: str = "not the leader (or leadership uncertain): write not sent") -> None:
+        super().__init__(message)
+        self.gate = gate
+
+
 def as_gate(gate: WriteGate | Callable[[], bool] | None) -> WriteGate:
     if gate is None:
         return ALWAYS
@@ -74,6 +83,6 @@ def guard_for(gate: WriteGate) -> Callable[[], None]:
 
     def guard() -> None:
         if not gate.may_write():
-            raise NotLeading("not the leader (or leadership uncertain): write not sent")
+            raise NotLeading(gate)
 
     return guard

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from slicectl.controller.publish import StatusPublisher
+from slicectl.controller.publish import SENDERS, StatusPublisher
 from slicectl.model.records import SelectorRecord, SelectorRef
 from slicectl.model.selector import Selector
 
@@ -74,3 +74,29 @@ async def test_a_takeover_burst_is_sent_by_a_bounded_pool_in_submission_order() 
     await asyncio.wait_for(pub.flush(), timeout=10)
     assert peak == 3
     assert order == keys  # started in submission order
+
+
+async def test_a_status_submitted_as_every_sender_finishes_is_still_written() -> None:
+    """A sender that left its loop stays in the pool until its done-callback runs, a loop
+    iteration later: a submit in between must not count it and start no sender."""
+    release = asyncio.Event()
+    late_written = asyncio.Event()
+    written: list[str] = []
+
+    async def write(_sel: SelectorRecord, patch: dict[str, Any]) -> None:
+        if patch["key"] != "late":
+            await release.wait()
+        written.append(patch["key"])
+        if patch["key"] == "late":
+            late_written.set()
+
+    pub = StatusPublisher(write)
+    for i in range(SENDERS):
+        pub.submit(f"k{i}", SEL, {"key": f"k{i}"})
+    await asyncio.sleep(0)
+    assert len(pub._tasks) == SENDERS
+    release.set()  # every sender's write returns in the next loop iteration, and finishes ...
+    asyncio.get_running_loop().call_soon(pub.submit, "late", SEL, {"key": "late"})  # ... then
+    # Not flush(): it kicks the senders itself, which would hide a submission nobody sends.
+    await asyncio.wait_for(late_written.wait(), timeout=5)
+    assert written == [*(f"k{i}" for i in range(SENDERS)), "late"]

@@ -42,8 +42,8 @@ def drain(r: Router) -> None:
 
 
 def a_slice(uid: str, name: str = "web", generation: int = 1, group: str = "slicectl.io",
-            ) -> SliceRecord:
-    owner = OwnerRef(f"{group}/v1alpha1", "EndpointSelector", name, "sel-uid")
+            owner_uid: str = "sel-uid") -> SliceRecord:
+    owner = OwnerRef(f"{group}/v1alpha1", "EndpointSelector", name, owner_uid)
     return SliceRecord(
         namespace="default", name=f"{name}-{uid}", uid=uid, resource_version="1",
         generation=generation, address_type="IPv4",

@@ -1,5 +1,6 @@
 """Issue 8, item 11: a failed status write is retried with backoff until it lands or is
-superseded by a newer status; a status that can never land (selector gone) is dropped."""
+superseded by a newer status; a status that can never land (selector gone) is dropped; one the
+write gate refuses is held until the gate opens again."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 import aiohttp
 
 from slicectl.controller.publish import StatusPublisher
+from slicectl.election.gate import PolledGate, guard_for
 from slicectl.kube.errors import NotFound, ServerError
 from slicectl.model.records import SelectorRecord, SelectorRef
 from slicectl.model.selector import Selector
@@ -66,3 +68,29 @@ async def test_a_status_for_a_deleted_selector_is_not_retried() -> None:
     pub.submit("k", SEL, {"n": 1})
     await asyncio.wait_for(pub.flush(), timeout=5)
     assert attempts == [1]
+
+
+async def test_a_status_refused_by_a_closed_write_gate_is_held_until_it_opens() -> None:
+    """The gate closes a little before a possible step-down and may reopen in the same term:
+    no new start syncs the selector again, so a refused status must not be dropped."""
+    writable = [False]
+    gate = PolledGate(lambda: writable[0], poll=0.01)
+    guard = guard_for(gate)
+    attempts: list[int] = []
+    sent: list[int] = []
+
+    async def write(_sel: SelectorRecord, patch: dict[str, Any]) -> None:
+        attempts.append(patch["n"])
+        guard()  # right before the send, as the client does
+        sent.append(patch["n"])
+
+    pub = StatusPublisher(write)
+    pub.submit("k", SEL, {"n": 1})
+    await asyncio.sleep(0.2)
+    assert attempts == [1], "the sender parks on the gate: no retry loop while closed"
+    assert pub.pending("k")
+    pub.submit("k", SEL, {"n": 2})  # a newer status replaces the held one
+    writable[0] = True  # a late renewal lands: same term
+    await asyncio.wait_for(pub.flush(), timeout=5)
+    assert sent == [2]
+    assert not pub.pending("k")

@@ -1,10 +1,23 @@
 """Tracker expectations never wedge a selector (issue 8, items 8 and 9): unknown creates are
-settled from the server's slices, relists settle what they contradict, old ones expire."""
+settled from the server's slices (the selector's own only), relists settle what they
+contradict, old ones expire."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+
+import pytest
+
+from slicectl.controller.routing import Router, record_key
+from slicectl.controller.sync import StaleCache, Syncer
 from slicectl.controller.tracker import SliceTracker
-from slicectl.model.records import SliceRecord
+from slicectl.controller.writer import Prepaid, WriteResult
+from slicectl.model.apis import GATEWAY
+from slicectl.model.records import NodeRecord, PodRecord, SelectorRecord, SliceRecord
+from slicectl.reconcile import Plan, Settings
+from tests.unit.reconcile_builders import make_selector
+from tests.unit.test_routing import a_slice, router
 
 KEY = "slicectl.io/ns/web"
 
@@ -120,3 +133,69 @@ def test_a_live_read_answered_after_a_deletion_event_expects_nothing_of_that_sli
     t.observe_deletion(KEY, "a")  # "a" was deleted after the server answered the read ...
     assert t.resolve_unknown_creates(KEY, [slice_("a"), slice_("b")]) == 1  # ... and here it is
     assert t.tracked(KEY) == {"b": 1}
+
+
+class _RouterInputs:
+    """The syncer's view of a bare router (the controller's, without informers)."""
+
+    def __init__(self, router: Router) -> None:
+        self._r = router
+
+    def selector(self, key: str) -> SelectorRecord | None:
+        return self._r.selector(key)
+
+    def pods_of(self, key: str) -> Iterable[PodRecord]:
+        return self._r.pods_of(key)
+
+    def nodes(self) -> Mapping[str, NodeRecord]:
+        return {}
+
+    def slices(self, key: str) -> Iterable[SliceRecord]:
+        return self._r.slices_of(key)
+
+
+class _Server:
+    """A writer over a server holding ``live`` (all that matches any label selector); its
+    writes land and change nothing."""
+
+    def __init__(self, live: list[SliceRecord]) -> None:
+        self.live = live
+
+    def reserve(self, token: Prepaid) -> float:
+        token.reserved = True
+        return 0.0
+
+    def refund(self, token: Prepaid) -> None:
+        token.reserved = False
+
+    async def live_slices(self, namespace: str, label_selector: str) -> list[SliceRecord]:
+        return list(self.live)
+
+    async def apply(self, key: str, selector: SelectorRecord, plan: Plan,
+                    trigger_time: str | None, result: WriteResult | None = None,
+                    token: Prepaid | None = None) -> WriteResult:
+        return result or WriteResult()
+
+
+async def test_an_unknown_create_is_not_settled_with_another_flavours_slices() -> None:
+    """Two flavours' selectors of one name in one namespace: the server's slices, read by label
+    after a create's answer was lost, include the other flavour's, which the router never files
+    under this key. Expected here, they refused every sync as stale until they expired."""
+    r = router()
+    ours = make_selector("web")
+    r.selector_added(ours)
+    r.selector_added(replace(make_selector("web", uid="gw-uid"), api=GATEWAY))
+    theirs = a_slice("b", group=GATEWAY.group, owner_uid="gw-uid")
+    r.slice_added(theirs)
+    key = record_key(ours)
+    server = _Server([theirs])
+    syncer = Syncer(_RouterInputs(r), r.tracker, server, Settings(managed_by="m"),
+                    publish_status=None, warn=lambda *_: None)
+    r.tracker.create_started(key)
+    await syncer.sync(key, None)  # not StaleCache
+    assert r.tracker.tracked(key) == {}
+    server.live.append(a_slice("a", owner_uid=ours.uid))  # one of ours landed unseen
+    r.tracker.create_started(key)
+    with pytest.raises(StaleCache):  # ... and is still waited for
+        await syncer.sync(key, None)
+    assert r.tracker.tracked(key) == {"a": 1}
