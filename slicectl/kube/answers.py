@@ -4,7 +4,9 @@ Retries back off while the API server fails (informers up to 30 s, syncs up to 5
 while it is away, but after it is back a long backoff only leaves the caches and the slices
 stale. Every request the client makes reports its outcome here; any HTTP answer below 500 (a
 watch that opened, a write that landed, a 404 or a 409 too) proves the server is there and
-working. Callers waiting out a failure ask to be woken by the first such answer after it.
+working, except a 429: the server is there but asks its clients to slow down (API Priority
+and Fairness), the moment not to cut anyone's backoff short. Callers waiting out a failure
+ask to be woken by the first such answer after it.
 """
 
 from __future__ import annotations
@@ -17,12 +19,12 @@ import time
 
 class Answers:
     def __init__(self) -> None:
-        self.last = -math.inf  # monotonic time of the last answer other than a 5xx
+        self.last = -math.inf  # monotonic time of the last answer other than a 5xx or 429
         self._waiters: list[asyncio.Future[None]] = []
 
     def note(self, status: int) -> None:
         """One request finished with ``status`` (0: no answer at all)."""
-        if not 0 < status < 500:
+        if not 0 < status < 500 or status == 429:
             return
         self.last = time.monotonic()
         if self._waiters:

@@ -89,6 +89,19 @@ async def test_a_key_that_failed_during_an_outage_is_retried_when_the_server_ans
     assert key == KEY
 
 
+async def test_a_429_is_not_the_server_back() -> None:
+    """A 429 is the server asking its clients to slow down (API Priority and Fairness): it
+    must not end the outage backoffs that wait for the server to answer."""
+    controller, client = await _failing_controller(
+        aiohttp.ClientConnectionError("Server disconnected"), 8)
+    client.answers.note(429)
+    controller.retry_after_outage()
+    assert _wait(controller) > 60, "a throttled request elsewhere cut the backoff short"
+    client.answers.note(404)  # any other answer is the server there and working
+    controller.retry_after_outage()
+    assert _wait(controller) < 2
+
+
 async def test_a_key_the_server_rejects_keeps_its_backoff() -> None:
     controller, client = await _failing_controller(Invalid(422, "Invalid", "bad slice"), 8)
     client.answers.note(200)
