@@ -6,11 +6,14 @@ A list, then a WATCH from the list's resourceVersion with bookmarks and a jitter
 watch request whose first events are the current state, ended by a BOOKMARK annotated
 ``k8s.io/initial-events-end``, after which the same stream goes on as a watch. The server
 answers it from its watch cache, consistently (``resourceVersion`` unset): no LIST body to hold,
-no etcd range read. A server that refuses it (422 before v1.27 or with the WatchList gate off)
-or ignores it (a plain bookmark before the end one, or twice the watch's timeout without it)
-gets paginated LISTs from then on (a stream merely cut short is streamed again): a consistent
-first LIST (``resourceVersion=0`` would be answered whole, ignoring ``limit``, by
-v1.32), relists ``NotOlderThan`` the last synced version (a 410 there: a consistent LIST).
+no etcd range read. An informer gets paginated LISTs from then on when the server refuses it
+(422 before v1.27 or with the WatchList gate off), ignores it (a plain bookmark before the end
+one), or when ``STREAM_TRIES`` streams in a row end before their end bookmark, whatever ended
+them (a proxy cutting long responses, the server's timeout running out before a list too big
+or ignored, a connection error): a stream cut once is streamed again after a backoff, and
+client-go too falls back to a LIST when a watch-list fails. Paginated LISTs: a consistent first
+LIST (``resourceVersion=0`` would be answered whole, ignoring ``limit``, by v1.32), relists
+``NotOlderThan`` the last synced version (a 410 there: a consistent LIST).
 
 Either way the state is applied as it arrives: each item decoded into a record, its difference
 applied and notified at once, yielding to the event loop every 5 ms, so a relist of 150k pods
@@ -22,9 +25,13 @@ A watch that ends normally, drops or stalls (no byte within the inactivity timeo
 from the last resourceVersion seen, bookmarks included. A 410 Gone or any ``ERROR`` event
 means the resourceVersion is no longer usable: the informer lists again and emits exactly the
 differences against its store (adds, updates for a changed resourceVersion, deletes for
-vanished keys), never reusing the expired version. Connection failures back off (exponential,
-jittered, capped at 30 s as client-go's reflector), and the backoff ends early once the server
-answers another request again (:mod:`slicectl.kube.answers`).
+vanished keys), never reusing the expired version. Failures back off (exponential, jittered,
+capped at 30 s as client-go's reflector), or wait for the server's ``Retry-After``, capped as
+the client caps it (``MAX_RETRY_AFTER``); the backoff ends early once the server answers
+another request again (:mod:`slicectl.kube.answers`). Failures count in a row until a watch
+delivers an event or stays open ``HEALTHY_WATCH`` seconds, whatever ends it then (client-go
+backs off only after a "very short watch"): a proxy that cuts every long watch must not grow
+the pause after each one to the cap. The list part of a streamed list is not such a watch.
 
 A malformed object (parse raises, or not a JSON object) is logged once and skipped: the store
 keeps what it had for that key. Handlers are synchronous and must be cheap; the per-event path
@@ -38,18 +45,19 @@ import contextlib
 import math
 import random
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeGuard, TypeVar
 
 import structlog
 
 from slicectl.cache.handlers import InformerHandler, InformerStats, Versioned
 from slicectl.cache.heap import release_after_list
 from slicectl.cache.store import Store, object_key
-from slicectl.kube.client import KubeClient
+from slicectl.kube.client import MAX_RETRY_AFTER, KubeClient
 from slicectl.kube.errors import ApiError, Gone, Invalid, TooManyRequests, WatchStalled
 from slicectl.kube.resources import Resource
+from slicectl.kube.watch import WatchEvent
 
 _log = structlog.get_logger()
 _MALFORMED_MEMORY = 10_000
@@ -58,6 +66,8 @@ _SLICE = 0.005  # seconds of list handling between two yields to the event loop
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 EARLY_RESUME_GUARD = 5.0  # seconds between two backoffs ended early by an answer (see _pause)
 EARLY_RESUME_SPREAD = 0.2  # informers resuming at one answer spread over this many seconds
+HEALTHY_WATCH = 1.0  # seconds: a watch open this long (or that delivered) ends a failure streak
+STREAM_TRIES = 2  # streamed lists in a row ended before their end bookmark: LISTs from then on
 
 
 T = TypeVar("T", bound=Versioned)
@@ -104,7 +114,7 @@ class Informer(Generic[T]):
         self._listed_rv: str | None = None  # the last version we synced to (never cleared)
         self._malformed_seen: dict[str, str] = {}
         self._stream_lists = stream_lists  # cleared for good when the server refuses them
-        self._timed_out_streams = 0  # in a row, without their end bookmark
+        self._cut_streams = 0  # streamed lists in a row that ended before their end bookmark
         # A shared store (several namespaced informers, one pod store) is fine: a relist only
         # deletes keys of its own namespace.
         self.store: Store[T] = store if store is not None else Store()
@@ -126,50 +136,77 @@ class Informer(Generic[T]):
         """List and watch forever; cancel the task to stop."""
         failures = 0
         while True:
-            delay: float | None = None
+            attempt = _Attempt(streamed=self._rv is None and self._stream_lists)
+            error: Exception | None = None
             try:
-                if self._rv is None and self._stream_lists:
-                    started = time.monotonic()
-                    got_events = await self._watch(None)  # lists, then goes on watching
-                else:
-                    if self._rv is None:
-                        await self._relist()
-                    started = time.monotonic()
-                    got_events = await self._watch(self._rv)
-                if got_events or time.monotonic() - started > 1.0:
-                    failures = 0
-                    self.stats.consecutive_failures = 0
-                    continue
-                delay = self._backoff(failures)  # ended at once, twice in a row: slow down
-            except Gone:
-                self._log.info("informer_expired", resource_version=self._rv)
-                self._listed_rv = self._rv or self._listed_rv  # a lower bound for the relist
-                self._rv = None  # never reuse an expired resourceVersion
-                if failures:
-                    delay = self._backoff(failures)
-            except WatchStalled:
-                self.stats.stalls += 1
-                self._log.warning("informer_watch_stalled", resource_version=self._rv)
+                if self._rv is None and not self._stream_lists:
+                    await self._relist()
+                await self._watch(self._rv, attempt)  # from no version: a streamed list first
+            except Exception as exc:
+                error = exc
+            healthy = attempt.healthy()
+            if healthy:  # whatever ended it: no streak of failures
+                failures = 0
+                self.stats.consecutive_failures = 0
+            if attempt.streamed and not isinstance(error, _StreamRefused):
+                self._count_stream(attempt.listed)
+            if error is not None:
+                delay = self._recover(error, failures)
+            elif healthy:
+                delay = None
+            else:
+                delay = self._backoff(failures)  # ended at once, nothing delivered: slow down
+            if delay is None:
                 continue
-            except TooManyRequests as exc:  # not processed: retry the same request later
-                delay = exc.retry_after or self._backoff(failures)
-            except _StreamRefused as exc:
-                self._stream_lists = False
-                self._log.info("informer_streaming_list_unsupported", reason=str(exc)[:300])
-                continue
-            except ApiError as exc:  # an ERROR event or a failed request: start from a list
-                self._listed_rv = self._rv or self._listed_rv
-                self._rv = None
-                delay = exc.retry_after or self._backoff(failures)
-                self._log.warning("informer_api_error", status=exc.status, error=str(exc))
-            except Exception as exc:  # connection errors: resume the watch after a pause
-                delay = self._backoff(failures)
-                self._log.warning("informer_connection_error", error=repr(exc))
             failures += 1
             if delay:
                 self.stats.failures += 1
                 self.stats.consecutive_failures += 1
                 await self._pause(delay)
+
+    def _recover(self, error: Exception, failures: int) -> float | None:
+        """Log what ended a round and set up the next: None to go on at once (not a failure),
+        else a failure and the seconds to wait first (0: at once)."""
+        if isinstance(error, WatchStalled):
+            self.stats.stalls += 1
+            self._log.warning("informer_watch_stalled", resource_version=self._rv)
+            return None
+        if isinstance(error, _StreamRefused):
+            self._stream_lists = False
+            self._log.info("informer_streaming_list_unsupported", reason=str(error)[:300])
+            return None
+        if isinstance(error, Gone):
+            self._log.info("informer_expired", resource_version=self._rv)
+            self._forget_version()
+            return self._backoff(failures) if failures else 0.0
+        if isinstance(error, ApiError):
+            if not isinstance(error, TooManyRequests):  # a 429 was not processed: same again
+                self._forget_version()  # an ERROR event or a failed request: start from a list
+                self._log.warning("informer_api_error", status=error.status, error=str(error))
+            if error.retry_after:
+                return min(error.retry_after, MAX_RETRY_AFTER)
+            return self._backoff(failures)
+        self._log.warning("informer_connection_error", error=repr(error))
+        return self._backoff(failures)  # resume the watch after a pause
+
+    def _forget_version(self) -> None:
+        """Never reuse a resourceVersion the server refused; keep it as the relist's lower
+        bound."""
+        self._listed_rv = self._rv or self._listed_rv
+        self._rv = None
+
+    def _count_stream(self, listed: bool) -> None:
+        """A streamed list ended: ``STREAM_TRIES`` in a row without their end bookmark, and
+        paginated LISTs from then on."""
+        if listed:
+            self._cut_streams = 0
+            return
+        self._cut_streams += 1
+        if self._cut_streams >= STREAM_TRIES:
+            self._stream_lists = False
+            self._log.info("informer_streaming_list_unsupported",
+                           reason=f"{self._cut_streams} streamed lists in a row ended before "
+                                  "the end of their initial events")
 
     async def _pause(self, delay: float) -> None:
         """Back off ``delay`` seconds, or less: once the server answers any request after this
@@ -280,60 +317,64 @@ class Informer(Generic[T]):
                 self._log.exception("informer_listed_hook_failed")
         self.synced.set()
 
-    async def _watch(self, rv: str | None) -> bool:
-        """Watch from ``rv`` until the stream ends; True when any event arrived. Without
-        ``rv``, a streamed list: the initial events resync the store, then the watch goes on."""
+    async def _watch(self, rv: str | None, attempt: _Attempt) -> None:
+        """Watch from ``rv`` until the stream ends, noting in ``attempt`` how far it got.
+        Without ``rv``, a streamed list: the initial events resync the store, then the watch
+        goes on (unless the stream ended before the list did)."""
         timeout = max(1, round(self._watch_timeout * random.uniform(0.9, 1.1)))
-        inactivity = self._inactivity_timeout or timeout + 30.0
         self.stats.watches += 1
-        events = self.stats.events
-        got_events = False
-        resync = _Resync(time.monotonic()) if rv is None else None
         stream = self._client.watch(
             self._resource, self._namespace, resource_version=rv or "",
             label_selector=self._label_selector, field_selector=self._field_selector,
             timeout_seconds=timeout, allow_bookmarks=True, metadata_only=self._metadata_only,
-            inactivity_timeout=inactivity, send_initial_events=resync is not None,
+            inactivity_timeout=self._inactivity_timeout or timeout + 30.0,
+            send_initial_events=rv is None,
         )
+        events = self.stats.events
         async with contextlib.aclosing(stream):
-            try:
-                async for kind, obj in stream:
-                    got_events = True
-                    events[kind] = events.get(kind, 0) + 1
-                    if kind == "BOOKMARK":
-                        meta = obj.get("metadata")
-                        version = meta.get("resourceVersion") if isinstance(meta, dict) else None
-                        if resync is None:
-                            if version:
-                                self._rv = str(version)
-                        elif _ends_initial_events(meta):
-                            await self._finish_list(resync, str(version or ""))
-                            self.stats.streamed_lists += 1
-                            resync = None
-                        else:  # a server streaming lists sends its end first: not this one
-                            raise _StreamRefused("a bookmark came before the end of the "
-                                                 "initial events")
-                    elif resync is not None and kind != "DELETED":
-                        self._resync_item(resync, obj)
-                        if events[kind] % _CHECK_EVERY == 0:
-                            await resync.pause()
-                    else:
-                        self._apply(kind, obj, advance=resync is None)
-            except Invalid as exc:
-                if resync is not None and not got_events:
-                    raise _StreamRefused(str(exc)) from exc
-                raise
-        if resync is not None and time.monotonic() - resync.started >= timeout * 0.9:
-            # the server's timeout ran out and the end never came: twice in a row, it ignores
-            # the request (once may be a list too big for one timeout; a stream cut short is
-            # merely listed again)
-            self._timed_out_streams += 1
-            if self._timed_out_streams >= 2:
-                raise _StreamRefused("watches timed out twice before the end of the initial "
-                                     "events")
-        elif resync is None:
-            self._timed_out_streams = 0
-        return got_events
+            if rv is None:
+                attempt.listed = await self._stream_list(stream)
+                if not attempt.listed:
+                    return
+            attempt.watching = time.monotonic()
+            async for kind, obj in stream:
+                attempt.events = True
+                events[kind] = events.get(kind, 0) + 1
+                if kind != "BOOKMARK":
+                    self._apply(kind, obj)
+                elif isinstance(meta := obj.get("metadata"), dict) and (
+                        version := meta.get("resourceVersion")):
+                    self._rv = str(version)
+
+    async def _stream_list(self, stream: AsyncIterator[WatchEvent]) -> bool:
+        """The initial events of a streamed list, applied as a list is; True once its end
+        bookmark came (the store is then synced to it), False if the stream ended first."""
+        resync = _Resync(time.monotonic())  # the request goes out at the first event asked for
+        events = self.stats.events
+        got_events = False
+        try:
+            async for kind, obj in stream:
+                got_events = True
+                events[kind] = events.get(kind, 0) + 1
+                if kind == "BOOKMARK":
+                    meta = obj.get("metadata")
+                    if not _ends_initial_events(meta):  # a streaming server sends its end first
+                        raise _StreamRefused("a bookmark came before the end of the initial "
+                                             "events")
+                    await self._finish_list(resync, str(meta.get("resourceVersion") or ""))
+                    self.stats.streamed_lists += 1
+                    return True  # the same stream goes on as a watch
+                if kind == "DELETED":
+                    self._apply(kind, obj, advance=False)
+                else:
+                    self._resync_item(resync, obj)
+                    if events[kind] % _CHECK_EVERY == 0:
+                        await resync.pause()
+        except Invalid as exc:
+            if not got_events:
+                raise _StreamRefused(str(exc)) from exc
+            raise
+        return False
 
     def _apply(self, kind: str, obj: dict[str, Any], *, advance: bool = True) -> None:
         """A watch event. While a streamed list is still arriving (``advance`` False) its
@@ -400,6 +441,22 @@ class _StreamRefused(Exception):
 
 
 @dataclass
+class _Attempt:
+    """One round of :meth:`Informer.run` (a list, then a watch): how far it got, whatever
+    ended it."""
+
+    streamed: bool  # its list was asked for as a stream
+    listed: bool = False  # a streamed list's end bookmark came
+    watching: float | None = None  # time.monotonic() when the watch proper was requested
+    events: bool = False  # the watch proper delivered an event (a bookmark too)
+
+    def healthy(self) -> bool:
+        """The watch proper delivered, or stayed open ``HEALTHY_WATCH`` seconds."""
+        return self.events or (
+            self.watching is not None and time.monotonic() - self.watching >= HEALTHY_WATCH)
+
+
+@dataclass
 class _Resync:
     """One list in progress: the records it showed (by id) and how many it changed."""
 
@@ -415,6 +472,6 @@ class _Resync:
             self.slice_start = time.monotonic()
 
 
-def _ends_initial_events(meta: Any) -> bool:
+def _ends_initial_events(meta: Any) -> TypeGuard[dict[str, Any]]:
     annotations = meta.get("annotations") if isinstance(meta, dict) else None
     return isinstance(annotations, dict) and annotations.get(INITIAL_EVENTS_END) == "true"

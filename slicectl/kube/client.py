@@ -2,11 +2,11 @@
 
 It decides the wire behaviour every caller shares: the client-side rate limit (one token
 bucket; a watch takes one token for its initial request only; every wait reported through
-``on_rate_limit``, foreground ones that add up also logged), typed errors, 429
-handling (sleep for ``Retry-After`` and resend, for every verb, since a 429 was not
-processed), one credential refresh and retry on a 401, lists streamed page by page
-(watch-cache friendly resourceVersion semantics, a paginated restart when a continue token
-expires, never an unpaginated fallback), and watch streams read line by line with an
+``on_rate_limit``, foreground ones that add up also logged), typed errors, 429 handling
+(sleep for ``Retry-After``, at most ``MAX_RETRY_AFTER``, and resend, for every verb, since a
+429 was not processed), one credential refresh and retry on a 401, lists streamed page by
+page (watch-cache friendly resourceVersion semantics, a paginated restart when a continue
+token expires, never an unpaginated fallback), and watch streams read line by line with an
 inactivity watchdog.
 
 Connection failures are not wrapped: callers see ``aiohttp.ClientError`` / ``OSError`` /
@@ -57,7 +57,7 @@ Guard = Callable[[], None]  # raises to stop a request before it is sent
 
 _log = structlog.get_logger()
 _MAX_429_RETRIES = 10
-_MAX_RETRY_AFTER = 60.0
+MAX_RETRY_AFTER = 60.0  # seconds: the longest Retry-After obeyed (a proxy may say an hour)
 _LIST_RESTARTS = 3
 _JSON = "application/json"
 _META_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
@@ -389,7 +389,7 @@ class KubeClient:
                 return decode_body(raw) if raw else None
             if isinstance(error, TooManyRequests) and throttled < _MAX_429_RETRIES:
                 throttled += 1
-                await asyncio.sleep(min(error.retry_after or 1.0, _MAX_RETRY_AFTER))
+                await asyncio.sleep(min(error.retry_after or 1.0, MAX_RETRY_AFTER))
                 continue
             if isinstance(error, Unauthorized) and not reauthenticated:
                 reauthenticated = True

@@ -5,8 +5,10 @@ Reservation style, like Go's ``rate.Limiter``: :meth:`TokenBucket.reserve` takes
 served in arrival order without a lock or a wake-up queue.
 
 Background work (status writes, Events) must never delay the writes that matter (slices):
-:meth:`TokenBucket.acquire_spare` only takes a token while the bucket holds more than a reserve,
-so under load background requests wait and foreground requests keep the whole budget.
+:meth:`TokenBucket.acquire_spare` only takes a token while the bucket holds more than a reserve
+(half the burst, but never the whole of it: a burst of 1 keeps no reserve, and background takes
+its token only when the bucket is full, so no foreground request is waiting), so under load
+background requests wait and foreground requests keep the whole budget.
 
 :class:`ThrottleTally` decides when waiting for tokens is worth telling the operator: when the
 waits add up to a second within ``window`` seconds. A single long wait does that, and so do
@@ -106,10 +108,11 @@ class TokenBucket:
             await asyncio.sleep(wait)
 
     async def acquire_spare(self) -> None:
-        """Wait until a token can be taken while keeping half the burst for other callers."""
+        """Wait until a token can be taken while keeping half the burst for other callers
+        (less when the burst is under 2, or background would never get a token)."""
         if self._rate <= 0:
             return
-        reserve = self._capacity / 2
+        reserve = min(self._capacity / 2, self._capacity - 1.0)
         while True:
             self._refill()
             if self._tokens - 1.0 >= reserve:

@@ -14,8 +14,8 @@ from slicectl.cache import informer as informer_module
 from slicectl.cache.handlers import FanOut
 from slicectl.cache.informer import Informer
 from slicectl.kube.answers import Answers
-from slicectl.kube.client import ListPage
-from slicectl.kube.errors import Gone, Invalid, ServerError
+from slicectl.kube.client import MAX_RETRY_AFTER, ListPage
+from slicectl.kube.errors import Gone, Invalid, ServerError, TooManyRequests
 from slicectl.kube.resources import PODS
 from slicectl.kube.watch import WatchEvent
 from slicectl.model.parse import parse_pod
@@ -33,6 +33,7 @@ def raw(name: str, rv: str, uid: bool = True) -> dict[str, Any]:
 
 class ScriptedClient:
     """``list_pages`` answers from ``lists``; each ``watch`` plays the next script, then blocks.
+    A script's exceptions are raised, its floats slept (seconds), its events yielded.
 
     With ``streaming``, a watch asking for initial events plays the next of ``lists`` as ADDED
     events and the end bookmark, then the next script on the same stream (a server that
@@ -73,6 +74,9 @@ class ScriptedClient:
         for step in self.watches.pop(0):
             if isinstance(step, Exception):
                 raise step
+            if isinstance(step, float):
+                await asyncio.sleep(step)
+                continue
             yield step
 
 
@@ -201,22 +205,47 @@ async def test_refused_stream_falls_back_to_paginated_lists_for_good() -> None:
     assert recorder.events == [("add", "a"), ("add", "b"), ("delete", "a")]
 
 
-async def test_streams_cut_short_are_streamed_again() -> None:
-    class CutTwice(ScriptedClient):
-        async def watch(self, *args: Any, resource_version: str,
-                        send_initial_events: bool = False, **kw: Any) -> AsyncIterator[Any]:
-            if send_initial_events and len(self.watch_versions) < 2:
-                self.watch_versions.append("stream")  # ends cleanly before its end bookmark
-                yield WatchEvent("ADDED", raw("a", "1"))
-                return
-            async for event in super().watch(*args, resource_version=resource_version,
-                                             send_initial_events=send_initial_events, **kw):
-                yield event
+class CutStreams(ScriptedClient):
+    """Its first ``cuts`` streamed lists end before their end bookmark: after one event, by
+    ``ending`` (an exception raised) or, when it is None, cleanly."""
 
-    client = CutTwice([([raw("a", "1"), raw("b", "2")], "2")], [], streaming=True)
+    def __init__(self, *args: Any, cuts: int, ending: Exception | None = None,
+                 **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self.cuts, self.ending = cuts, ending
+
+    async def watch(self, *args: Any, resource_version: str,
+                    send_initial_events: bool = False, **kw: Any) -> AsyncIterator[Any]:
+        if send_initial_events and self.watch_versions.count("stream") < self.cuts:
+            self.watch_versions.append("stream")
+            yield WatchEvent("ADDED", raw("a", "1"))
+            if self.ending is not None:
+                raise self.ending
+            return
+        async for event in super().watch(*args, resource_version=resource_version,
+                                         send_initial_events=send_initial_events, **kw):
+            yield event
+
+
+async def test_a_stream_cut_short_is_streamed_again_after_a_backoff() -> None:
+    client = CutStreams([([raw("a", "1"), raw("b", "2")], "2")], [], streaming=True, cuts=1)
     inf = await run_until_idle(client, Recorder())
-    assert client.watch_versions == ["stream"] * 3 and client.list_calls == 0
+    assert client.watch_versions == ["stream"] * 2 and client.list_calls == 0
     assert inf.stats.streamed_lists == 1 and sorted(inf.store.keys()) == ["ns/a", "ns/b"]
+    assert inf.stats.failures == 1, "the list's events are no progress: a cut backs off"
+
+
+@pytest.mark.parametrize("ending", [None, ConnectionResetError("cut")], ids=["clean", "error"])
+async def test_streams_cut_short_twice_in_a_row_get_paginated_lists(
+        ending: Exception | None) -> None:
+    """A proxy that cuts every response before a list ends (a maximum duration or size): the
+    informer must sync all the same, by paginated LISTs, as client-go falls back to a LIST."""
+    client = CutStreams([([raw("a", "1"), raw("b", "2")], "2")], [], streaming=True,
+                        cuts=1_000, ending=ending)
+    inf = await run_until_idle(client, Recorder())
+    assert client.watch_versions == ["stream", "stream", "2"] and client.list_calls == 1
+    assert inf.synced.is_set() and sorted(inf.store.keys()) == ["ns/a", "ns/b"]
+    assert inf.stats.failures == 2, "each cut stream backed off"
 
 
 async def test_a_server_ignoring_initial_events_gets_paginated_lists() -> None:
@@ -275,6 +304,38 @@ async def test_streams_timing_out_twice_before_their_end_get_paginated_lists() -
     await run_until_idle(client, Recorder(), watch_timeout=1)
     # one timeout may be a list too big for it; the second in a row means "ignored"
     assert client.watch_versions == ["stream", "stream", "4"] and client.list_calls == 1
+
+
+@pytest.mark.parametrize("progress", [WatchEvent("ADDED", raw("a", "2")), 0.1],
+                         ids=["delivered", "stayed_open"])
+async def test_watches_that_worked_before_an_error_start_no_failure_streak(
+        progress: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A proxy cutting every long watch with a reset: each watch delivered (or stayed open a
+    while) first, so each reconnect pauses as after a first failure, never up to the cap."""
+    monkeypatch.setattr(informer_module, "HEALTHY_WATCH", 0.05)
+    cut = aiohttp.ClientPayloadError("Response payload is not completed")
+    client = ScriptedClient([([], "1")], [[progress, cut]] * 4, streaming=False)
+    inf = await run_until_idle(client, Recorder())
+    assert inf.stats.failures == 4
+    assert inf.stats.consecutive_failures == 1
+
+
+@pytest.mark.parametrize("error", [
+    TooManyRequests(429, "TooManyRequests", "slow down", retry_after=3600.0),
+    ServerError(503, "ServiceUnavailable", "later", retry_after=3600.0),
+], ids=["429", "503"])
+async def test_a_watch_retry_after_is_capped_as_the_clients(
+        error: Exception, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A proxy's ``Retry-After: 3600`` on a watch must not park the informer for an hour."""
+    pauses: list[float] = []
+
+    async def record(self: Informer[PodRecord], delay: float) -> None:
+        pauses.append(delay)
+
+    monkeypatch.setattr(Informer, "_pause", record)
+    client = ScriptedClient([([], "1"), ([], "2")], [[error]], streaming=False)
+    await run_until_idle(client, Recorder())
+    assert pauses == [MAX_RETRY_AFTER]
 
 
 async def _resumes_within(client: ScriptedClient, seconds: float) -> Informer[PodRecord]:

@@ -220,6 +220,21 @@ async def test_background_tokens_wait_while_the_bucket_is_below_its_reserve() ->
     assert bucket.reserve() == 0.0, "foreground still finds tokens after background took one"
 
 
+async def test_background_tokens_come_with_a_burst_of_one() -> None:
+    """``--kube-api-burst 1``: background takes the token of a full bucket (it used to wait
+    forever for half a burst to spare), never the one a foreground request waits for."""
+    now = [0.0]
+    bucket = TokenBucket(10.0, 1, clock=lambda: now[0])
+    await asyncio.wait_for(bucket.acquire_spare(), timeout=1)
+    assert bucket.reserve() == pytest.approx(0.1), "foreground waits for the next token"
+    spare = asyncio.create_task(bucket.acquire_spare())
+    now[0] += 0.1  # the foreground's token came
+    await asyncio.sleep(0.02)
+    assert not spare.done(), "background must not take a token a foreground request took"
+    now[0] += 0.1
+    await asyncio.wait_for(spare, timeout=1)
+
+
 def test_a_refunded_reservation_gives_its_place_back_but_never_overfills() -> None:
     now = [0.0]
     bucket = TokenBucket(10.0, 1, clock=lambda: now[0])
