@@ -20,8 +20,9 @@ Expectations never wedge a selector:
 * a relist is the truth as of when it started (:meth:`reconcile_relist`): an expectation
   recorded before the LIST was sent and not borne out by it (our slice was deleted in a watch
   gap that ended in 410, so no deletion event will ever come) is dropped and its selector synced;
-* any expectation older than ``ttl`` is dropped (logged): the watchdog and relists should have
-  settled it long before, so waiting longer would only keep the selector from being served.
+* any expectation older than ``ttl`` is dropped (logged if the cache never bore it out): the
+  watchdog and relists should have settled it long before, so waiting longer would only keep
+  the selector from being served.
 
 After a restart the tracker is empty; :meth:`observe` seeds it from the slices the cache holds,
 so an external deletion of a slice nobody has written since the restart is still repaired
@@ -159,32 +160,32 @@ class SliceTracker:
     # -- the stale-cache question ----------------------------------------------------------
 
     def stale(self, selector_key: str, cached: Iterable[SliceRecord]) -> bool:
-        """True when the cache does not yet reflect every write recorded for the selector."""
+        """True when the cache does not yet reflect every write recorded for the selector.
+
+        Expectations older than ``ttl`` are dropped here: silently when the cache bears them
+        out (most are: our own writes, long since echoed), with a warning when it does not
+        (the cache was trusted although it never showed the write)."""
         gens = self._by_selector.get(selector_key)
         if not gens:
             return False
-        self._expire(selector_key, gens)
-        seen: set[str] = set()
-        for s in cached:
-            seen.add(s.uid)
-            known = gens.get(s.uid)
-            if known is None:
-                continue
-            if known[0] == _DELETED:
-                if not s.terminating:  # terminating (a finalizer holds it): our delete shows
-                    return True
-            elif known[0] > s.generation:
-                return True
-        return any(gen != _DELETED and uid not in seen for uid, (gen, _) in gens.items())
-
-    def _expire(self, selector_key: str, gens: dict[str, tuple[int, float]]) -> None:
+        shown = {s.uid: s for s in cached}
         oldest = self._clock() - self._ttl
-        expired = [uid for uid, (_, when) in gens.items() if when < oldest]
-        for uid in expired:
-            del gens[uid]
-        if expired:
+        stale, unmet = False, 0
+        for uid, (gen, when) in list(gens.items()):
+            s = shown.get(uid)
+            if gen == _DELETED:  # terminating (a finalizer holds it): our delete shows
+                met = s is None or s.terminating
+            else:
+                met = s is not None and s.generation >= gen
+            if when < oldest:
+                del gens[uid]
+                unmet += not met
+            elif not met:
+                stale = True
+        if unmet:
             log.warning("slice expectations expired; trusting the cache", selector=selector_key,
-                        slices=len(expired), ttl=self._ttl)
+                        slices=unmet, ttl=self._ttl)
+        return stale
 
     def wait_for_cache(self, selector_key: str) -> None:
         """The selector's sync waits: the next slice event for it should sync it."""

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 import pytest
+from structlog.testing import capture_logs
 
 from slicectl.controller.routing import Router, record_key
 from slicectl.controller.sync import StaleCache, Syncer
@@ -91,6 +92,27 @@ def test_expectations_expire() -> None:
     assert t.stale(KEY, [slice_("a", generation=1)])
     now[0] += 61.0
     assert not t.stale(KEY, [slice_("a", generation=1)])
+
+
+def test_only_expectations_the_cache_never_bore_out_are_warned_about() -> None:
+    """Our own writes stay recorded after their echo (the next echo is compared with them),
+    so most expectations that expire were met long ago: a quiet selector's next sync must not
+    warn that the cache was trusted."""
+    now = [100.0]
+    t = SliceTracker(ttl=60.0, clock=lambda: now[0])
+    t.wrote(KEY, "a", 2)
+    t.deleted(KEY, "b")
+    assert not t.stale(KEY, [slice_("a", generation=2)])
+    now[0] += 61.0
+    with capture_logs() as logs:
+        assert not t.stale(KEY, [slice_("a", generation=2)])
+    assert logs == [] and t.tracked(KEY) == {}
+    t.wrote(KEY, "c", 3)
+    now[0] += 61.0
+    with capture_logs() as logs:
+        assert not t.stale(KEY, [slice_("a", generation=2), slice_("c", generation=1)])
+    assert [(e["event"], e["slices"]) for e in logs] == [
+        ("slice expectations expired; trusting the cache", 1)]
 
 
 def test_a_deleted_slice_held_by_a_finalizer_does_not_keep_the_cache_stale() -> None:
