@@ -13,10 +13,12 @@ What it decides, from what the slices already say:
 * no slice owned by this selector (uid) exists: the write publishes the selector itself, so
   its ``creationTimestamp`` (a selector re-created under the same name gets its own);
 * otherwise, the oldest Ready transition among its pods that is newer than the newest
-  ``last-change-trigger-time`` its slices carry: the oldest change the last writer did not
-  reflect (a pod that turned unready, or ready, while slicectl was down; one that changed
-  within the last write's batch window may be counted again, an overstatement of at most that
-  window). The transition the annotation itself came from is not newer: it was published;
+  ``last-change-trigger-time`` its slices carry (by a second: Ready times are whole seconds)
+  and that the slices do not show: the oldest change the last writer did not reflect (a pod
+  that turned unready, or ready, while slicectl was down). A transition the slices show was
+  published (often it is the one the annotation came from, or another of the last write's
+  batch): counted, it would date a write made after a restart by a change published hours
+  before;
 * None when neither tells (no annotation, or no newer transition: a deletion has no time of
   its own), and the caller keeps the time it observed the change.
 """
@@ -27,6 +29,7 @@ from collections.abc import Iterable
 
 from slicectl.model.records import ANNOTATION_TRIGGER_TIME, PodRecord, SelectorRecord, SliceRecord
 from slicectl.model.timefmt import parse_rfc3339
+from slicectl.reconcile.endpoints import pod_included
 from slicectl.reconcile.plan import is_owned
 from slicectl.reconcile.types import Settings
 
@@ -45,10 +48,11 @@ def first_sync_trigger(
     last = max((t for t in written if t is not None), default=None)
     if last is None:
         return None
-    # Ready transitions are whole seconds. An annotation with a fraction was an observed time:
-    # a transition stamped in its second may have followed it. A whole-second annotation was
-    # itself a Ready transition, the one the last write published: only later ones are new.
-    slack = 1.0 if last % 1.0 else 0.0
+    shown: dict[str, bool] = {}  # pod uid -> the serving condition the slices show
+    for s in owned:
+        for ep in s.endpoints:
+            if ep.target is not None:
+                shown[ep.target.uid] = ep.serving
     parsed: dict[str, float | None] = {}  # pods share their transition strings
     oldest: float | None = None
     for pod in pods:
@@ -58,6 +62,11 @@ def first_sync_trigger(
         when = parsed.get(text)
         if text not in parsed:
             when = parsed[text] = parse_rfc3339(text)
-        if when is not None and when > last - slack and (oldest is None or when < oldest):
+        # Whole seconds: a transition stamped in the last write's second may follow it.
+        if when is None or when <= last - 1.0 or (oldest is not None and when >= oldest):
+            continue
+        published = (shown.get(pod.uid) == pod.ready if pod_included(pod)
+                     else pod.uid not in shown)
+        if not published:  # shown, the last write (or an earlier one) published it
             oldest = when
     return oldest
