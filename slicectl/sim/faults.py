@@ -52,7 +52,6 @@ from slicectl.sim.watch import Watcher
 
 TICK = 0.05
 WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
-_PEER_PORT = "slicectl.sim.peer_port"  # request key: the client's port, taken on arrival
 
 
 @dataclass(frozen=True)
@@ -65,8 +64,7 @@ class WriteRecord:
     namespace: str
     name: str
     code: int
-    client_port: int  # the client's TCP source port, to tell processes apart (taken when the
-    # request arrived: a client killed while its write was processed has no peer any more)
+    client_port: int  # the client's TCP source port, to tell processes apart
 
 
 class Faults:
@@ -181,9 +179,6 @@ class Faults:
         transport = request.transport if request is not None else None
         if transport is not None:
             self._transports.add(transport)
-            if request is not None:  # known now, gone once the client's connection closed
-                peer = transport.get_extra_info("peername")
-                request[_PEER_PORT] = int(peer[1]) if peer else 0
             if time.monotonic() < self._down_until:
                 _abort(transport)
                 raise errors.internal("injected fault: the API server is restarting")
@@ -228,14 +223,17 @@ class Faults:
             self._watches.pop(id(request), None)
 
     async def after_request(self, request: web.BaseRequest, info: RequestInfo,
-                            response: web.StreamResponse) -> web.StreamResponse:
-        """The response to send, once the server acted: maybe lost, replaced or cut short."""
+                            response: web.StreamResponse, client_port: int,
+                            ) -> web.StreamResponse:
+        """The response to send, once the server acted: maybe lost, replaced or cut short.
+        ``client_port`` is the client's, taken when the request arrived (a client killed
+        while its write was processed has no peer any more)."""
         acted = (info.verb in WRITE_VERBS and response.status < 400
                  and (not self.after_resources or info.resource in self.after_resources))
         if info.verb in WRITE_VERBS and self.record_writes:
             self.writes.append(WriteRecord(
                 time.monotonic(), info.verb, info.resource, info.namespace, info.name,
-                response.status, request.get(_PEER_PORT, 0)))
+                response.status, client_port))
         if acted and (hold := self.answer_latency.get(info.resource, 0.0)) > 0:
             self._note("answer_latency")
             await asyncio.sleep(hold)

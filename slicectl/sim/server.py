@@ -160,6 +160,7 @@ class EmbeddedApiServer:
         info = resolve(request.method, path, request.query)
         if info is None:
             return self.faults.non_resource(request) or self._non_resource(request)
+        peer = request.transport.get_extra_info("peername") if request.transport else None
         try:
             await self.faults.before_request(request, info)
             if info.verb == "watch":
@@ -173,7 +174,8 @@ class EmbeddedApiServer:
         except errors.ApiError as exc:
             response = _error(exc)
         self._count(info, response.status)
-        return await self.faults.after_request(request, info, response)
+        return await self.faults.after_request(request, info, response,
+                                               int(peer[1]) if peer else 0)
 
     async def _echoes_first(self, rv: int) -> None:
         """Hold a write's answer until the watches have sent its events (those up to ``rv``,
