@@ -62,6 +62,7 @@ VARIATIONS: dict[str, dict[str, Any]] = {
 INVALID_VALUES: dict[str, dict[str, Any]] = {
     "maxEndpointsPerSlice above 1000": {"maxEndpointsPerSlice": 1001},
     "concurrentSyncs 0": {"concurrentSyncs": 0},
+    "kubeApiBurst above slicectl's 100000": {"kubeApiBurst": 100_001},
     "unknown logFormat": {"logFormat": "text"},
     "unknown selector API": {"selectorApis": ["example.com/v1"]},
     "2 replicas without leader election": {"leaderElection": {"enabled": False}},

@@ -20,6 +20,11 @@ from typing import Any
 
 from slicectl.model.records import SelectorRecord
 from slicectl.model.timefmt import rfc3339
+from slicectl.obs.events import clip
+
+# The CRD's maxLength of a condition's message (metav1.Condition's): longer, the status patch
+# itself would be refused (422) and the selector would keep its previous condition.
+MESSAGE_LIMIT = 32768
 
 REASON_RECONCILED = "Reconciled"
 REASON_INVALID_SPEC = "InvalidSpec"
@@ -77,7 +82,7 @@ def desired_status(sel: SelectorRecord, outcome: Outcome, now: str | None = None
         "observedGeneration": sel.generation,
         "lastTransitionTime": transition,
         "reason": outcome.reason,
-        "message": outcome.message
+        "message": clip(outcome.message, MESSAGE_LIMIT)
         or ("EndpointSlices reflect the selected pods" if outcome.ready else outcome.reason),
     }
     result: dict[str, Any] = {"observedGeneration": sel.generation, "conditions": [condition]}

@@ -422,6 +422,9 @@ class TestSelector:
             ({"selector": {"matchLabels": {"a": "b"}}, "ports": [{"name": "x"}]}, "required"),
             ({"selector": {"matchLabels": {"a": "b"}},
               "ports": [{"targetPort": 1, "protocol": "ICMP"}]}, "protocol"),
+            # a flavour whose schema does not type it (the slicectl CRD's does)
+            ({"selector": {"matchLabels": {"a": "b"}},
+              "ports": [{"targetPort": 1, "protocol": ["TCP"]}]}, "protocol"),
             ({"selector": {"matchLabels": {"a": "b"}},
               "ports": [{"name": "a", "targetPort": 1}, {"name": "a", "targetPort": 2}]}, "unique"),
             ({"selector": {"matchLabels": {"a": "b"}},

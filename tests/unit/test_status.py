@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from slicectl.controller.status import (
+    MESSAGE_LIMIT,
     REASON_INVALID_SPEC,
     Counts,
     Outcome,
@@ -79,3 +80,12 @@ def test_decide_says_what_it_wants_even_when_it_holds_the_write_back() -> None:
     assert same_status(held.want, desired_status(sel, fewer))
     assert not same_status(held.want, sel.status)
     assert same_status(decide(sel, OK, last_write=0.0, now=1.0, period=10.0).want, sel.status)
+
+
+def test_a_message_longer_than_the_crd_allows_is_clipped() -> None:
+    """A 422 listing many field errors can be longer than a condition's message may be: the
+    status patch carrying it whole would be refused, and the selector would keep showing its
+    previous condition while its writes fail."""
+    failed = Outcome(None, "SyncFailed", "x" * (MESSAGE_LIMIT + 10))
+    (cond,) = desired_status(SEL, failed)["conditions"]
+    assert len(cond["message"]) == MESSAGE_LIMIT and cond["reason"] == "SyncFailed"

@@ -55,7 +55,7 @@ def _selector_port(raw: Any, where: str) -> SelectorPort | str:
         return f"{where}.name must be a string"
     if name and (err := dns_label_error(name)):
         return f"{where}.name: {err}"
-    if protocol not in PROTOCOLS:
+    if not isinstance(protocol, str) or protocol not in PROTOCOLS:
         return f"{where}.protocol {protocol!r} must be one of TCP, UDP, SCTP"
     if app is not None and (not isinstance(app, str) or label_key_error(app)):
         return f"{where}.appProtocol {app!r} must be a qualified name"
