@@ -8,6 +8,7 @@ which argparse does when a type function raises ``ArgumentTypeError``.
 from __future__ import annotations
 
 import argparse
+import math
 import re
 from collections.abc import Callable
 
@@ -66,8 +67,8 @@ def positive_float(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"{text} must be greater than 0")
+    if not value > 0 or math.isinf(value):  # nan compares false
+        raise argparse.ArgumentTypeError(f"{text} must be a finite number greater than 0")
     return value
 
 

@@ -55,8 +55,9 @@ from slicectl.election.lease import LeaderElector
 from slicectl.kube.client import ClientSettings, KubeClient
 from slicectl.kube.config import ConfigError
 from slicectl.model.apis import DEFAULT_SELECTOR_API, SELECTOR_APIS, selector_api
+from slicectl.model.selector import label_value_error
 from slicectl.obs.events import EventRecorder
-from slicectl.obs.health import HealthServer
+from slicectl.obs.health import HealthServer, ListenError
 from slicectl.obs.logging import configure_logging
 from slicectl.obs.metrics import Metrics
 from slicectl.reconcile import Settings
@@ -146,6 +147,8 @@ def _pod_namespace() -> str:
 
 def options_from_args(args: argparse.Namespace) -> RunOptions:
     """Turn parsed flags into options; raises ValueError for combinations that cannot work."""
+    if err := label_value_error(args.managed_by):  # every slice create would be refused
+        raise ValueError(f"--managed-by {args.managed_by!r} is not a label value: {err}")
     if args.leader_elect:
         if args.leader_elect_lease_duration <= args.leader_elect_renew_deadline:
             raise ValueError("--leader-elect-lease-duration must be greater than "
@@ -323,4 +326,7 @@ def main(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"slicectl run: error: cannot load the cluster configuration: {exc}",
               file=sys.stderr)
+        return 1
+    except ListenError as exc:
+        print(f"slicectl run: error: {exc}", file=sys.stderr)
         return 1

@@ -240,8 +240,10 @@ async def load_connection(
         loader = await load_kube_config(
             config_file=path, context=context, client_configuration=cfg, persist_config=False
         )
-    except (config_exception, OSError) as exc:
-        raise ConfigError(f"kubeconfig {path}: {exc}") from exc
+    except Exception as exc:  # not YAML, a list where a map belongs ...: one clear error
+        detail = str(exc) if isinstance(exc, (config_exception, OSError)) else (
+            f"{type(exc).__name__}: {exc}")
+        raise ConfigError(f"kubeconfig {path}: {detail}") from exc
     return Connection(cfg, loader, in_cluster=False,
                       insecure_skip_tls_verify=insecure_skip_tls_verify)
 

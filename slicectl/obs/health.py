@@ -28,6 +28,10 @@ from aiohttp import web
 from slicectl.obs.looplag import LoopLagMonitor
 from slicectl.obs.metrics import CONTENT_TYPE, Metrics
 
+
+class ListenError(Exception):
+    """A listener could not be opened (the port is taken, the host is not this one's)."""
+
 LivenessCheck = Callable[[], tuple[bool, str]]
 
 
@@ -133,7 +137,10 @@ class HealthServer:
         await runner.setup()
         self._runners.append(runner)
         site = web.TCPSite(runner, host=bind[0], port=bind[1])
-        await site.start()
+        try:
+            await site.start()
+        except OSError as exc:  # in use, not an address of this host: a start-up error
+            raise ListenError(f"cannot listen on {bind[0] or '*'}:{bind[1]}: {exc}") from exc
         address = runner.addresses[0]
         return int(address[1])
 

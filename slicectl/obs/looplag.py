@@ -64,4 +64,4 @@ class LoopLagMonitor:
         now = time.monotonic()
         overdue = max(now - self._last_tick - self.interval, 0.0)
         recent = (lag for when, lag in self._recent if when >= now - self.window)
-        return max(overdue, *recent) if self._recent else overdue
+        return max(overdue, max(recent, default=0.0))

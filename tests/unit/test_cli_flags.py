@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -22,7 +24,9 @@ from slicectl.model.apis import CORE, SLICECTL
         (["--concurrent-syncs", "51"], "out of range: must be 1..50"),
         (["--batch-period", "fast"], "invalid duration"),
         (["--max-batch-period=-1s"], "invalid duration"),
-        (["--kube-api-qps", "-1"], "must be greater than 0"),
+        (["--kube-api-qps", "-1"], "must be a finite number greater than 0"),
+        (["--kube-api-qps", "nan"], "must be a finite number greater than 0"),
+        (["--kube-api-qps", "inf"], "must be a finite number greater than 0"),
         (["--leader-elect", "maybe"], "is not a boolean"),
         (["--selector-api", "example.com/v1"], "invalid choice"),
         (["--log-format", "xml"], "invalid choice"),
@@ -35,6 +39,54 @@ def test_bad_flag_exits_2_with_a_clear_message(flags: list[str], message: str) -
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert message in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("value", ["a,b", "not valid!", "x" * 64])
+def test_a_managed_by_that_is_no_label_value_exits_2(value: str) -> None:
+    """Every slice create would be refused (422), and a comma would even change the slice
+    informer's label selector: refused at start, not found out selector by selector."""
+    proc = subprocess.run([sys.executable, "-m", "slicectl", "run", f"--managed-by={value}"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert "--managed-by" in proc.stderr and "is not a label value" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+KUBECONFIG = """apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "http://127.0.0.1:1"}}]
+users: [{name: u, user: {token: abc}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+"""
+
+
+def _run(*flags: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "slicectl", "run", "--metrics-bind-address=0",
+                           *flags], capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize("text", ["not: [valid\n", "clusters: 5\n"], ids=["yaml", "shape"])
+def test_a_malformed_kubeconfig_is_one_clear_error(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "kubeconfig"
+    path.write_text(text)
+    proc = _run(f"--kubeconfig={path}")
+    assert proc.returncode == 1
+    assert "cannot load the cluster configuration" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_a_probe_port_in_use_is_one_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "kubeconfig"
+    path.write_text(KUBECONFIG)
+    with socket.socket() as taken:
+        taken.bind(("0.0.0.0", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = _run(f"--kubeconfig={path}", f"--health-probe-bind-address=:{port}")
+    assert proc.returncode == 1
+    assert f"cannot listen on *:{port}" in proc.stderr
     assert "Traceback" not in proc.stderr
 
 
