@@ -9,6 +9,11 @@ decision is explicit and pure:
   selector; when it is held back, :func:`decide` says how long until it may go, so the caller
   schedules one more sync and the final counts always land.
 
+The counts are those of the slices a sync left, whether it served the selector's own spec or,
+the spec being invalid, its last valid one (or the placeholder); only a sync that failed to
+write reports none and keeps the previous counts. A status write is a merge patch, which keeps
+a key it leaves out, so a ``selector`` string that no longer applies is removed explicitly.
+
 Status is written after the slice writes of a sync, so it never delays them.
 """
 
@@ -40,7 +45,8 @@ class Counts:
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """What the sync found: counts when slices were reconciled, or why it failed."""
+    """What the sync found: the counts of the slices it left (None when its writes failed),
+    and whether the selector is Ready or why not."""
 
     counts: Counts | None
     reason: str = REASON_RECONCILED
@@ -128,9 +134,15 @@ def decide(
     want = desired_status(sel, outcome)
     have = sel.status
     if _significant(want) != _significant(have):
-        return Decision({"status": want}, None, want)
+        return Decision(_merge_patch(want), None, want)
     if _counts(want) == _counts(have):
         return Decision(None, None, want)
     if last_write is None or now - last_write >= period:
-        return Decision({"status": want}, None, want)
+        return Decision(_merge_patch(want), None, want)
     return Decision(None, period - (now - last_write), want)
+
+
+def _merge_patch(want: Mapping[str, Any]) -> dict[str, Any]:
+    """The merge patch that makes the status ``want``: a null removes a stale selector string
+    (``want`` has none when the selector is empty), which leaving the key out would keep."""
+    return {"status": {"selector": None, **want}}

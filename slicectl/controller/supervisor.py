@@ -11,7 +11,9 @@ under a :class:`Supervisor`. A task that raises is logged with its traceback and
   the kubelet restarts the process.
 
 A restartable task that keeps crashing (``crash_loop`` times in a row without a quiet minute)
-fails the ``tasks`` liveness check: the process is broken, and a restart is the repair.
+fails the ``tasks`` liveness check: the process is broken, and a restart is the repair. It passes
+again once the task has run for a quiet minute since its latest restart (or is spawned anew, as
+the workers are each term): a replica that has recovered is not restarted for its past.
 A task returning normally or being cancelled is not a failure.
 """
 
@@ -34,6 +36,7 @@ TaskFactory = Callable[[], Coroutine[Any, Any, None]]
 class _State:
     crashes: int = 0  # consecutive crashes without a quiet period in between
     last_error: str = ""
+    started: float = 0.0  # monotonic time of the latest (re)start
 
 
 class Supervisor:
@@ -52,14 +55,14 @@ class Supervisor:
 
     def spawn(self, name: str, factory: TaskFactory, *, restart: bool) -> asyncio.Task[None]:
         """Run ``factory()`` as the task ``name`` (replacing a previous one of that name)."""
-        state = self._states.setdefault(name, _State())
+        state = self._states[name] = _State()  # a new task: no crashes of its own yet
         task = asyncio.create_task(self._run(name, factory, restart, state), name=name)
         self._tasks[name] = task
         return task
 
     async def _run(self, name: str, factory: TaskFactory, restart: bool, state: _State) -> None:
         while True:
-            started = time.monotonic()
+            state.started = time.monotonic()
             try:
                 await factory()
                 return
@@ -67,7 +70,7 @@ class Supervisor:
                 raise
             except Exception as exc:
                 state.last_error = repr(exc)
-                if time.monotonic() - started >= self._quiet:
+                if not self._recent(state):
                     state.crashes = 0
                 state.crashes += 1
                 if not restart:
@@ -81,6 +84,10 @@ class Supervisor:
                           crashes=state.crashes, exc_info=exc)
                 await asyncio.sleep(delay)
 
+    def _recent(self, state: _State) -> bool:
+        """Whether the task's crashes are recent: its latest run has not lasted a quiet period."""
+        return time.monotonic() - state.started < self._quiet
+
     def task(self, name: str) -> asyncio.Task[None] | None:
         return self._tasks.get(name)
 
@@ -89,7 +96,7 @@ class Supervisor:
         if self.failed.is_set():
             return False, f"task failed: {self.fatal_error}"
         looping = [f"{n} ({s.last_error})" for n, s in self._states.items()
-                   if s.crashes >= self._crash_loop]
+                   if s.crashes >= self._crash_loop and self._recent(s)]
         if looping:
             return False, f"tasks crash-looping: {', '.join(looping)}"
         return True, ""

@@ -20,11 +20,11 @@ that came during the wait rather than the state of the moment the sync began.
 **A selector that becomes invalid** (the core and Gateway API flavours have no CEL to stop it)
 keeps being served with the *last valid spec* this process saw for it (same uid), with fresh pod
 data: deleted pods leave its slices, pods that spec selects join them, readiness is kept
-current; only the status says Ready=False/InvalidSpec (with a Warning event). Freezing the
-slices would send traffic to whatever reuses a deleted pod's IP. When no valid spec was seen
-(the process started while the selector was invalid), its existing slices are emptied to the
-placeholder ("no endpoints") rather than left listing pods nobody checks any more; a selector
-that never had slices gets none.
+current; only the status says Ready=False/InvalidSpec (with a Warning event), its counts
+those of the slices as served. Freezing the slices would send traffic to whatever reuses a
+deleted pod's IP. When no valid spec was seen (the process started while the selector was
+invalid), its existing slices are emptied to the placeholder ("no endpoints") rather than left
+listing pods nobody checks any more; a selector that never had slices gets none.
 """
 
 from __future__ import annotations
@@ -159,6 +159,14 @@ def final_counts(slices: Iterable[FinalSlice]) -> Counts:
     return Counts(endpoints=endpoints, ready_endpoints=ready, endpoint_slices=n)
 
 
+def _outcome(sel: SelectorRecord, counts: Counts) -> Outcome:
+    """The outcome of a sync that applied its plan: the counts of the slices it left, and
+    InvalidSpec when the spec it served is not the selector's own (module docstring)."""
+    if sel.error is not None:
+        return Outcome(counts, REASON_INVALID_SPEC, sel.error)
+    return Outcome(counts)
+
+
 class Syncer:
     def __init__(
         self,
@@ -246,13 +254,11 @@ class Syncer:
 
         cached = list(self._in.slices(key))
         effective = self._effective(key, sel, cached)
-        invalid = (
-            Outcome(None, REASON_INVALID_SPEC, sel.error) if sel.error is not None else None
-        )
         if effective is None:
-            assert invalid is not None
-            self._warn(sel, REASON_INVALID_SPEC, invalid.message)
-            retry = await self._report(key, sel, invalid)
+            assert sel.error is not None
+            self._warn(sel, REASON_INVALID_SPEC, sel.error)
+            # No slices, none to write: the status counts say so (not the last valid ones).
+            retry = await self._report(key, sel, _outcome(sel, final_counts(())))
             return SyncResult(key, WriteResult(), None, retry)
         spec, pods = effective
         if self._tracker.stale(key, cached):
@@ -276,8 +282,8 @@ class Syncer:
             # came meanwhile instead of leaving them to the next sync, a window later.
             await asyncio.sleep(wait)
             return replace(await self._sync(key, trigger, token), throttled=True)
-        if invalid is not None:
-            self._warn(sel, REASON_INVALID_SPEC, invalid.message)
+        if sel.error is not None:
+            self._warn(sel, REASON_INVALID_SPEC, sel.error)
         trigger_time = rfc3339_nano(trigger) if trigger is not None else None
         result = WriteResult()
         try:
@@ -313,7 +319,7 @@ class Syncer:
         )
         self._synced.add(key)
         final = final_slices(existing, the_plan)
-        retry = await self._report(key, sel, invalid or Outcome(final_counts(final)))
+        retry = await self._report(key, sel, _outcome(sel, final_counts(final)))
         if len(final) > the_plan.desired_slices and (budget == 0 or the_plan.writes > 0) and (
             not sel.deleting  # the plan of a selector being deleted never compacts
         ):

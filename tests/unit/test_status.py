@@ -1,9 +1,13 @@
-"""Status write policy: conditions at once, counts at most once per period, never a no-op."""
+"""Status write policy: conditions at once, counts at most once per period, never a no-op;
+and the counts of an invalid selector are those of the slices it is left with."""
 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
+from slicectl.controller.publish import StatusPublisher
+from slicectl.controller.routing import record_key
 from slicectl.controller.status import (
     MESSAGE_LIMIT,
     REASON_INVALID_SPEC,
@@ -13,8 +17,13 @@ from slicectl.controller.status import (
     desired_status,
     same_status,
 )
+from slicectl.controller.sync import Syncer
 from slicectl.model.records import SelectorRecord, SelectorRef
-from slicectl.model.selector import from_label_selector
+from slicectl.model.selector import Selector, from_label_selector
+from slicectl.reconcile import Settings
+from tests.unit.reconcile_builders import make_pod, make_selector
+from tests.unit.test_routing import a_slice, router
+from tests.unit.test_tracker_expectations import _RouterInputs, _Server
 
 API = SelectorRef("slicectl.io", "v1alpha1", "EndpointSelector", "endpointselectors")
 SEL = SelectorRecord(
@@ -89,3 +98,67 @@ def test_a_message_longer_than_the_crd_allows_is_clipped() -> None:
     failed = Outcome(None, "SyncFailed", "x" * (MESSAGE_LIMIT + 10))
     (cond,) = desired_status(SEL, failed)["conditions"]
     assert len(cond["message"]) == MESSAGE_LIMIT and cond["reason"] == "SyncFailed"
+
+
+async def _status_patch_of_a_sync(
+    sel: SelectorRecord, *, last_valid: SelectorRecord | None = None, pods: int, slices: int
+) -> Any:
+    """Sync ``sel`` (updated from ``last_valid``, if given) with ``pods`` pods matching
+    app=web and ``slices`` empty slices of its own; the status it wrote."""
+    r = router()
+    if last_valid is not None:
+        r.selector_added(last_valid)
+        r.selector_updated(last_valid, sel)
+    else:
+        r.selector_added(sel)
+    for i in range(pods):
+        r.pod_added(make_pod(f"web-{i}", f"10.0.0.{i + 1}"))
+    for i in range(slices):
+        r.slice_added(a_slice(f"s{i}"))
+    patches: list[dict[str, Any]] = []
+
+    async def write(_sel: SelectorRecord, patch: dict[str, Any]) -> None:
+        patches.append(patch)
+
+    pub = StatusPublisher(write)
+    syncer = Syncer(_RouterInputs(r), r.tracker, _Server([]), Settings(managed_by="m"),
+                    publish_status=pub, warn=lambda *_: None)
+    await syncer.sync(record_key(sel), None)
+    await pub.flush()
+    await pub.close()
+    (patch,) = patches
+    return patch["status"]
+
+
+STALE = {"endpoints": 3, "readyEndpoints": 3, "endpointSlices": 1, "selector": "app=web"}
+
+
+async def test_an_invalid_selector_served_from_its_last_valid_spec_reports_its_slices() -> None:
+    """Its slices keep following the pods of its last valid spec: so must its status counts,
+    or they freeze at the last valid sync's and then lie (web-0 is gone here)."""
+    valid = make_selector("web")
+    invalid = replace(valid, selector=Selector(), generation=2, error="spec.selector: invalid",
+                      status=desired_status(valid, Outcome(Counts(3, 3, 1))))
+    status = await _status_patch_of_a_sync(invalid, last_valid=valid, pods=2, slices=0)
+    assert status["conditions"][0]["reason"] == REASON_INVALID_SPEC
+    assert (status["endpoints"], status["readyEndpoints"], status["endpointSlices"]) == (2, 2, 1)
+    assert status["selector"] == "app=web"  # the spec it is served with
+
+
+async def test_an_invalid_selector_emptied_to_the_placeholder_reports_no_endpoints() -> None:
+    """No valid spec seen: its slices are emptied to the placeholder. The status says so, and
+    drops the selector string a previous process wrote (a merge patch keeps a key it omits)."""
+    invalid = replace(make_selector("web"), selector=Selector(), error="spec.selector: invalid",
+                      status=STALE)
+    status = await _status_patch_of_a_sync(invalid, pods=0, slices=1)
+    assert status["conditions"][0]["reason"] == REASON_INVALID_SPEC
+    assert (status["endpoints"], status["readyEndpoints"]) == (0, 0)
+    assert "selector" in status and status["selector"] is None
+
+
+async def test_an_invalid_selector_without_slices_reports_none() -> None:
+    invalid = replace(make_selector("web"), selector=Selector(), error="spec.selector: invalid",
+                      status=STALE)
+    status = await _status_patch_of_a_sync(invalid, pods=0, slices=0)
+    assert (status["endpoints"], status["readyEndpoints"], status["endpointSlices"]) == (0, 0, 0)
+    assert status["selector"] is None

@@ -68,3 +68,54 @@ async def test_cancelling_is_not_a_failure() -> None:
     await sup.stop("workers")
     assert sup.alive() == (True, "")
     assert not sup.failed.is_set()
+
+
+async def test_a_task_that_runs_quietly_after_a_crash_burst_passes_liveness_again() -> None:
+    """Crash-looping means crashes without a quiet period: a task that crashed crash_loop times
+    (an API server outage, say) and then ran healthily must not keep failing liveness, which
+    would make the kubelet restart a replica that has recovered."""
+    sup = Supervisor(backoff_initial=0.01, backoff_max=0.01, quiet_period=0.3, crash_loop=3)
+    runs: list[int] = []
+    healthy = asyncio.Event()
+
+    async def flaky() -> None:
+        runs.append(1)
+        if len(runs) <= 3:
+            raise RuntimeError(f"boom {len(runs)}")
+        healthy.set()
+        await asyncio.Event().wait()
+
+    sup.spawn("workers", flaky, restart=True)
+    await asyncio.wait_for(healthy.wait(), 5)
+    ok, reason = sup.alive()
+    assert not ok and "crash-looping" in reason, "the burst itself is a crash loop"
+    await asyncio.sleep(0.5)  # longer than the quiet period, running fine
+    assert sup.alive() == (True, "")
+    await sup.stop_all()
+
+
+async def test_a_task_spawned_anew_does_not_inherit_its_predecessors_crashes() -> None:
+    """The workers are spawned anew each term: a crash loop of the last term, long over, must
+    not fail liveness once the new term's workers start."""
+    sup = Supervisor(backoff_initial=0.001, backoff_max=0.001, crash_loop=3)
+
+    async def always() -> None:
+        raise RuntimeError("always")
+
+    sup.spawn("workers", always, restart=True)
+    for _ in range(500):
+        if not sup.alive()[0]:
+            break
+        await asyncio.sleep(0.01)
+    assert not sup.alive()[0]
+    await sup.stop("workers")
+    started = asyncio.Event()
+
+    async def forever() -> None:
+        started.set()
+        await asyncio.Event().wait()
+
+    sup.spawn("workers", forever, restart=True)
+    await started.wait()
+    assert sup.alive() == (True, "")
+    await sup.stop_all()
