@@ -95,7 +95,6 @@ class SliceView:
     trigger: list[float] = field(default_factory=list)
     events: Counter[str] = field(default_factory=Counter)
     timeline: list[tuple[float, int]] = field(default_factory=list)  # (time, slice count)
-    stamps: dict[str, str | None] = field(default_factory=dict)
     managed_by: str = MANAGED_BY  # the slices watched carry this managed-by label ...
     group_label: str = LABEL_SELECTOR_NAME  # ... and name their group (selector) with this one
     _task: asyncio.Task[None] | None = None
@@ -131,9 +130,8 @@ class SliceView:
         for pod in old:
             self.where.get(pod, set()).discard(name)
         stamp = (meta.get("annotations") or {}).get(ANNOTATION_TRIGGER_TIME)
-        if stamp and kind != "DELETED" and self.stamps.get(name) != stamp:
+        if stamp and kind != "DELETED":  # every write: a second one in the same second too
             self.trigger.append(now - parse_time(stamp))
-        self.stamps[name] = stamp
         new: dict[str, bool] = {}
         if kind != "DELETED":
             for ep in obj.get("endpoints") or ():
@@ -349,21 +347,23 @@ class Cluster:
         return time.monotonic() - start
 
     async def verify(self) -> int:
-        """Problems in a fresh LIST of pods and slices (every pod listed once, readiness right)."""
+        """Problems in a fresh LIST of pods and slices (every pod listed once, with its address
+        and the right readiness)."""
         pods, _ = await self.client.list(PODS, self.ns)
         slices, _ = await self.client.list(
             ENDPOINTSLICES, self.ns, label_selector=f"{LABEL_MANAGED_BY}={self.view.managed_by}")
-        truth = {p["metadata"]["name"]: any(
+        truth = {p["metadata"]["name"]: (any(
             c.get("type") == "Ready" and c.get("status") == "True"
-            for c in p.get("status", {}).get("conditions", ())) for p in pods
-            if p.get("status", {}).get("podIP")}
-        listed: Counter[tuple[str, bool]] = Counter()
+            for c in p.get("status", {}).get("conditions", ())), (p["status"]["podIP"],))
+            for p in pods if p.get("status", {}).get("podIP")}
+        listed: Counter[tuple[str, tuple[bool, tuple[str, ...]]]] = Counter()
         for s in slices:
             for ep in s.get("endpoints") or ():
                 ready = bool((ep.get("conditions") or {}).get("ready", True))
-                listed[((ep.get("targetRef") or {}).get("name", ""), ready)] += 1
-        problems = sum(abs(listed[(p, r)] - 1) for p, r in truth.items())
-        problems += sum(n for (p, r), n in listed.items() if truth.get(p) != r)
+                shown = (ready, tuple(sorted(ep.get("addresses") or ())))
+                listed[((ep.get("targetRef") or {}).get("name", ""), shown)] += 1
+        problems = sum(abs(listed[(p, want)] - 1) for p, want in truth.items())
+        problems += sum(n for (p, shown), n in listed.items() if truth.get(p) != shown)
         return problems
 
 

@@ -103,8 +103,10 @@ async def run_one(ctx: Context, scenario: Scenario, who: Contender) -> dict[str,
         c.changes = 0
         events0 = Counter(c.view.events)
         requests0 = await slice_write_requests(ctx.client)
-        cpu0 = proc.cpu()
+        # The metrics scrape first: it is not the controller's work, and the other contenders
+        # have none inside their CPU window either.
         waited0 = await proc.rate_limit_wait() if isinstance(proc, ControllerProcess) else None
+        cpu0 = proc.cpu()
         server0 = ctx.server.cpu() if ctx.server else None
         t0 = time.time()
         start_slices = c.view.slice_count(selectors)
@@ -116,7 +118,10 @@ async def run_one(ctx: Context, scenario: Scenario, who: Contender) -> dict[str,
         ideal = c.ideal(selectors)
         await _until(lambda: c.view.slice_count(selectors) <= ideal, COMPACTION_WAIT, proc)
         compacted = time.monotonic() - compact_start
-        await asyncio.sleep(SETTLE)
+        # Every contender gets the same tail after convergence, whether it compacts or not:
+        # CPU (its own and the server's) and requests are then counted over windows of equal
+        # length after the work, not over 5 s more idling for one that never reaches ideal.
+        await asyncio.sleep(max(0.0, COMPACTION_WAIT - compacted) + SETTLE)
         cpu = proc.cpu() - cpu0
         waited = await proc.rate_limit_wait() if isinstance(proc, ControllerProcess) else None
         server_cpu = ctx.server.cpu() - server0 if ctx.server and server0 is not None else None
