@@ -70,6 +70,7 @@ from slicectl.sim.validation import (
     decode_repeated,
     prune_unknown,
     stored_form,
+    stored_lists,
     strict_decoding_detail,
     strict_decoding_error,
     strict_errors,
@@ -314,6 +315,7 @@ class Api:
         if rt is CRD_TYPE:
             body["status"] = crd_status(body)
         self._record(request, rt, None, body, "")
+        stored_lists(rt, body)
         if dry_run:
             return self._answer(request, rt, body, 201, headers)
         stored = self.store.put(rt, body)
@@ -392,6 +394,7 @@ class Api:
         bump_generation(rt, old, result, changed=dropped)
         result["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
         self._record(request, rt, old, result, subresource)
+        stored_lists(rt, result)
         if options.dry_run(request.query) or result == old:
             return self._answer(request, rt, old if result == old else result, 200, headers)
         if deletion_done(result):

@@ -2,10 +2,11 @@
 
 Decides which objects a list or watch returns (:class:`Filter`, shared by both, built from the
 sim's own selector code: :mod:`slicectl.sim.selectors`, :mod:`slicectl.sim.fieldsets`), at which
-resourceVersion a list is served (unset/"0"/NotOlderThan: now; Exact or a continue token: the
-state rebuilt from history, 410 Expired past it), and how pages are cut: keys in etcd order, an
-opaque continue token carrying the list's resourceVersion and the next start key, encoded as the
-real server encodes it.
+resourceVersion a list is served (unset/"0"/NotOlderThan: now; Exact, a positive limit with a
+resourceVersion, or a continue token: the state rebuilt from history, 410 Expired past it), and
+how pages are cut: keys in etcd order, an opaque continue token carrying the list's
+resourceVersion and the next start key, encoded as the real server encodes it; a limit of 0 or
+less is no limit.
 """
 
 from __future__ import annotations
@@ -90,6 +91,18 @@ def _parse_rv(text: str) -> int:
     return value
 
 
+def page_limit(query: dict[str, str]) -> int:
+    """The page size a list asks for; 0 is no limit, and so is a negative one (the real
+    server pages only when ``limit > 0``: ``limit=-1`` lists everything, served as an
+    unlimited list is, not at an exact resourceVersion)."""
+    limit_text = query.get("limit", "")
+    try:
+        limit = int(limit_text) if limit_text else 0
+    except ValueError as exc:
+        raise errors.bad_request(f"invalid limit: {limit_text!r}") from exc
+    return max(limit, 0)
+
+
 def snapshot_rv(store: Store, rt: ResourceType, query: dict[str, str]) -> tuple[int, str]:
     """The resourceVersion a list is served at, and the continue start key (\"\" = beginning)."""
     rv_text = query.get("resourceVersion", "")
@@ -115,7 +128,7 @@ def snapshot_rv(store: Store, rt: ResourceType, query: dict[str, str]) -> tuple[
             504, "Timeout", f"Too large resource version: {rv}, current: {store.rv}",
             {"causes": [{"reason": "ResourceVersionTooLarge",
                          "message": "Too large resource version"}], "retryAfterSeconds": 1})
-    exact = match == "Exact" or (not match and "limit" in query)
+    exact = match == "Exact" or (not match and page_limit(query) > 0)
     if exact:
         if rv < store.compacted_before(rt):
             raise errors.expired("The resourceVersion for the provided list is too old.")
@@ -126,13 +139,9 @@ def snapshot_rv(store: Store, rt: ResourceType, query: dict[str, str]) -> tuple[
 def list_objects(store: Store, rt: ResourceType, flt: Filter,
                  query: dict[str, str]) -> tuple[list[Obj], dict[str, Any]]:
     """The selected objects of one page and the list ``metadata``."""
+    limit = page_limit(query)
     rv, start = snapshot_rv(store, rt, query)
     state = store.objects_at(rt, rv)
-    limit_text = query.get("limit", "")
-    try:
-        limit = int(limit_text) if limit_text else 0
-    except ValueError as exc:
-        raise errors.bad_request(f"invalid limit: {limit_text!r}") from exc
     if query.get("resourceVersion") == "0" and not query.get("continue"):
         limit = 0  # v1.32 serves resourceVersion=0 from its watch cache whole, ignoring limit
     keys = sorted(state)

@@ -15,9 +15,11 @@ what, not for server-side-apply conflict detection):
   ``subresource: status`` for status writes; ``apiVersion`` of the request; ``time`` of the
   write; ``fieldsType: FieldsV1``;
 - ``fieldsV1``: on create, every field of the object (defaults included, server-owned metadata
-  excluded); on update, the fields the write added or changed, which also leave every other
-  manager's set (fields the write removed leave every set). Maps (labels, annotations) and
-  the items of keyed lists (containers by ``name``, conditions by ``type``, container ports by
+  and null fields excluded: a null is unset, as Go decodes it, so an EndpointSlice's absent
+  ``endpoints`` stored as null is not owned, while an ``[]`` sent is); on update, the fields
+  the write added or changed, which also leave every other manager's set (fields the write
+  removed leave every set). Maps (labels, annotations) and the items of keyed lists
+  (containers by ``name``, conditions by ``type``, container ports by
   ``containerPort``/``protocol``, ...) carry ``"."``; other lists are atomic; ``finalizers``
   is a set (``v:"..."``);
 - a write that changes nothing else keeps the managedFields it had (no new resourceVersion);
@@ -62,6 +64,8 @@ def _list_key(name: str, items: list[Any]) -> tuple[str, ...] | None:
 
 
 def _flatten(value: Any, path: Path, out: dict[Path, Any], name: str = "") -> None:
+    if value is None:  # unset, as Go decodes it (a nil pointer, slice or map)
+        return
     if isinstance(value, dict) and value:
         if name in _MAPS:
             out[(*path, DOT)] = None

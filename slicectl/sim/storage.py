@@ -44,7 +44,7 @@ StorageKey = tuple[str, str]
 class Event:
     """One change: its resourceVersion, type, the object after it, and the object before it."""
 
-    __slots__ = ("_bodies", "_lines", "at", "key", "obj", "prev", "rv", "type")
+    __slots__ = ("_bodies", "_left", "_lines", "at", "key", "obj", "prev", "rv", "type")
 
     def __init__(self, rv: int, etype: str, key: str, obj: Obj, prev: Obj | None) -> None:
         self.at = time.monotonic()
@@ -53,27 +53,43 @@ class Event:
         self.key = key
         self.obj = obj
         self.prev = prev
-        self._bodies: dict[bool, bytes] = {}
-        self._lines: dict[tuple[str, bool], bytes] = {}
+        self._left: Obj | None = None
+        self._bodies: dict[tuple[bool, bool], bytes] = {}
+        self._lines: dict[tuple[str, bool, bool], bytes] = {}
 
-    def body(self, meta_only: bool = False) -> bytes:
+    def left(self) -> Obj:
+        """What a watcher whose filter the object stops matching gets in its DELETED event:
+        the object before the change (the last state that matched) at this event's
+        resourceVersion, as the cacher's ``convertToWatchEvent`` sends it."""
+        if self._left is None:
+            prev = self.prev if self.prev is not None else self.obj
+            self._left = {**prev, "metadata": {**prev["metadata"],
+                                               "resourceVersion": str(self.rv)}}
+        return self._left
+
+    def body(self, meta_only: bool = False, left: bool = False) -> bytes:
         """The object's JSON (or its PartialObjectMetadata's), serialized once: the same bytes
-        answer the write that caused the event and go into every watcher's line."""
-        body = self._bodies.get(meta_only)
+        answer the write that caused the event and go into every watcher's line. ``left``:
+        :meth:`left`'s instead."""
+        body = self._bodies.get((meta_only, left))
         if body is None:
-            body = self._bodies[meta_only] = orjson.dumps(
+            obj = self.left() if left else self.obj
+            body = self._bodies[(meta_only, left)] = orjson.dumps(
                 {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
-                 "metadata": self.obj["metadata"]} if meta_only else self.obj)
+                 "metadata": obj["metadata"]} if meta_only else obj)
         return body
 
-    def line(self, etype: str | None = None, meta_only: bool = False) -> bytes:
+    def line(self, etype: str | None = None, meta_only: bool = False,
+             left: bool = False) -> bytes:
         """The watch stream line for this event, optionally re-typed (ADDED/DELETED on filters)
-        and as metadata only (a PartialObjectMetadata); each form is serialized once."""
+        and as metadata only (a PartialObjectMetadata); each form is serialized once.
+        ``left``: of :meth:`left` (a DELETED for a watcher the object stopped matching)."""
         etype = etype or self.type
-        line = self._lines.get((etype, meta_only))
+        line = self._lines.get((etype, meta_only, left))
         if line is None:
-            line = b'{"type":"' + etype.encode() + b'","object":' + self.body(meta_only) + b"}\n"
-            self._lines[(etype, meta_only)] = line
+            line = (b'{"type":"' + etype.encode() + b'","object":'
+                    + self.body(meta_only, left) + b"}\n")
+            self._lines[(etype, meta_only, left)] = line
         return line
 
 

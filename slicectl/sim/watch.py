@@ -6,7 +6,8 @@ in a BOOKMARK annotated ``k8s.io/initial-events-end``, or an ERROR once its reso
 ahead of the store; otherwise every event strictly after the given resourceVersion, or one
 ERROR event carrying a 410 Expired Status when history no longer reaches back there), filter
 transitions as the watch cache converts them (an object that stops matching is DELETED for this
-watcher, one that starts matching is ADDED),
+watcher, carrying its last state that matched at the event's resourceVersion; one that starts
+matching is ADDED),
 BOOKMARK events as the cacher sends them (about once a ``bookmark_interval``, 60 s by default,
 and once 2 s before the watch's deadline), timeoutSeconds, the bounded buffer of a watcher
 (:mod:`slicectl.sim.backpressure`: a watcher that falls further behind than its buffer for
@@ -109,14 +110,17 @@ class Watcher:
             self.store.terminated_watchers[storage_key(self.rt)] += 1
         self.close()
 
-    def line(self, event: Event, etype: str) -> bytes:
+    def line(self, event: Event, etype: str, left: bool = False) -> bytes:
+        """``left``: the DELETED of an object that stopped matching (:meth:`Event.left`)."""
         if self.render is None:
-            return event.line(etype, self.meta_only)
-        return orjson.dumps({"type": etype, "object": self.render(event.obj)}) + b"\n"
+            return event.line(etype, self.meta_only, left)
+        obj = event.left() if left else event.obj
+        return orjson.dumps({"type": etype, "object": self.render(obj)}) + b"\n"
 
     def offer(self, event: Event) -> None:
         matches = self.flt.matches
         now = matches(event.obj)
+        left = False
         if event.type == "MODIFIED" and event.prev is not None:
             before = matches(event.prev)
             if now and before:
@@ -124,7 +128,7 @@ class Watcher:
             elif now:
                 etype = "ADDED"
             elif before:
-                etype = "DELETED"
+                etype, left = "DELETED", True
             else:
                 return
         elif event.type == "DELETED":
@@ -135,7 +139,7 @@ class Watcher:
             etype = event.type
         else:
             return
-        self.buffer.append(self.line(event, etype))
+        self.buffer.append(self.line(event, etype, left))
         self.unsent_from = self.unsent_from or event.rv
         self.pending += 1
         self.wake.set()

@@ -401,11 +401,12 @@ async def test_v1_endpointslices_drop_deprecated_topology(raw: Raw) -> None:
     body = _slice()
     body["endpoints"][0]["deprecatedTopology"] = {"kubernetes.io/hostname": "n1"}
     code, created, _ = await raw.request("POST", SLICES, body)
-    assert code == 201 and created["endpoints"] == [{"addresses": ["10.0.0.1"]}]
+    stored = [{"addresses": ["10.0.0.1"], "conditions": {}}]  # conditions: always, as Go's
+    assert code == 201 and created["endpoints"] == stored
     code, patched, _ = await raw.request("PATCH", SLICES + "/s", {"endpoints": [
         {"addresses": ["10.0.0.1"], "deprecatedTopology": {"kubernetes.io/hostname": "n1"}}]},
         content_type=MERGE)
-    assert code == 200 and patched["endpoints"] == [{"addresses": ["10.0.0.1"]}]
+    assert code == 200 and patched["endpoints"] == stored
     assert patched["metadata"]["generation"] == 2
     assert patched["metadata"]["resourceVersion"] != created["metadata"]["resourceVersion"]
 

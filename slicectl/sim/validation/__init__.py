@@ -15,8 +15,13 @@ never needs to know which kind has which rule:
   (:func:`strict_errors` words them; fieldValidation=Strict refuses the write with
   :func:`strict_decoding_error`, Warn sends each as a warning);
 - :func:`decode_repeated` decodes a body that names a key twice as a real server does;
-- :func:`stored_form` makes an admitted custom resource what storage gives back (integral
-  floats become integers, as Go's JSON round trip makes them).
+- :func:`stored_form` makes an admitted object what storage gives back, as Go's JSON round
+  trip makes it: empty or null ``metadata`` labels, annotations, finalizers, ownerReferences
+  and generateName dropped (omitempty) for every kind; a custom resource's integral floats
+  become integers; an EndpointSlice's ``endpoints``/``ports`` null when absent, each
+  endpoint's ``conditions`` present (``{}`` when none were sent) and its null or empty
+  omitempty fields dropped; :func:`stored_lists` then, after managedFields are recorded,
+  makes empty lists null (an EndpointSlice's ``endpoints: []`` is read back as null).
 """
 
 from __future__ import annotations
@@ -41,10 +46,13 @@ from slicectl.sim.validation.prune import Compiler, Node, prune
 from slicectl.sim.validation.schema import apply_schema_defaults, validate_value
 
 __all__ = ["Cause", "apply_defaults", "decode_error", "decode_repeated", "prune_unknown",
-           "stored_form", "strict_decoding_detail", "strict_decoding_error", "strict_errors",
-           "validate"]
+           "stored_form", "stored_lists", "strict_decoding_detail", "strict_decoding_error",
+           "strict_errors", "validate"]
 
 _OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+# ObjectMeta's omitempty fields a client sets: empty or null ones are not stored (nor read
+# back), for every kind (a custom resource's metadata too: it is coerced through ObjectMeta).
+_OMITEMPTY_META = ("labels", "annotations", "finalizers", "ownerReferences", "generateName")
 _KUBE_FINALIZER_KINDS = frozenset((("", "Pod"), ("", "Namespace"), ("", "Node"),
                                    ("events.k8s.io", "Event")))
 
@@ -143,8 +151,23 @@ def decode_error(rt: ResourceType, obj: dict[str, Any]) -> str | None:
 
 def stored_form(rt: ResourceType, obj: dict[str, Any]) -> None:
     """Make an admitted object what storage gives back, in place (see module doc)."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        for key in _OMITEMPTY_META:
+            if key in meta and meta[key] in (None, "", {}, []):
+                del meta[key]
     if rt.is_custom:
         stored_numbers(obj)
+    elif (rt.group, rt.kind) == ("discovery.k8s.io", "EndpointSlice"):
+        kinds.endpointslice_stored_shape(obj)
+
+
+def stored_lists(rt: ResourceType, obj: dict[str, Any]) -> None:
+    """The last step of :func:`stored_form`, taken after managedFields are recorded (a real
+    server's field manager sees the decoded request, storage the round trip): an
+    EndpointSlice's empty ``endpoints``/``ports`` become null."""
+    if (rt.group, rt.kind) == ("discovery.k8s.io", "EndpointSlice"):
+        kinds.endpointslice_empty_lists(obj)
 
 
 def apply_defaults(rt: ResourceType, obj: dict[str, Any]) -> None:

@@ -3,7 +3,9 @@
 Why: pods, nodes, namespaces, services, leases and events are stored for slicectl and its tests,
 which never depend on the full upstream rules; each kind gets its object-meta rule (namespaces:
 DNS label names, everything else: DNS subdomain) and the few required fields whose absence a
-real server rejects, so a bad fixture fails here as it would on a cluster.
+real server rejects, so a bad fixture fails here as it would on a cluster. Also the
+EndpointSlice defaults and the shape an admitted EndpointSlice is stored (and read back) in,
+as Go's JSON round trip leaves it (:func:`endpointslice_stored_shape`).
 """
 
 from __future__ import annotations
@@ -201,6 +203,54 @@ def convert_pod_ips(obj: dict[str, Any]) -> None:
             status[one] = first["ip"]
         else:
             status.pop(one, None)
+
+
+def endpointslice_stored_shape(obj: dict[str, Any]) -> None:
+    """An admitted EndpointSlice as the real server gives it back, after Go's JSON round trip:
+    ``endpoints`` and ``ports`` (``[]T`` without omitempty) always present, null when absent
+    (an ``[]`` sent is read back as null too, but only once field ownership has seen it:
+    :func:`endpointslice_empty_lists`); every endpoint's ``conditions`` (a
+    non-pointer struct) always present, ``{}`` when none were sent; the omitempty pointers,
+    maps and lists inside (``hostname``, ``nodeName``, ``zone``, ``hints``, ``targetRef``,
+    ``conditions.ready``, ``hints.forZones``, ``ports[].port``, ...) absent when null, as are
+    empty ``deprecatedTopology``, ``hints.forZones`` and ``targetRef`` strings (a ``zone`` of
+    "" stays: it is a pointer)."""
+    for key in ("endpoints", "ports"):
+        if obj.get(key) is None:
+            obj[key] = None
+    for endpoint in obj["endpoints"] or []:
+        if not isinstance(endpoint, dict):
+            continue
+        _drop(endpoint, (None,))
+        conditions = endpoint.get("conditions")
+        if isinstance(conditions, dict):
+            _drop(conditions, (None,))
+        else:
+            endpoint["conditions"] = {}
+        if endpoint.get("deprecatedTopology") == {}:
+            del endpoint["deprecatedTopology"]
+        if isinstance(endpoint.get("hints"), dict):
+            _drop(endpoint["hints"], (None, []))
+        if isinstance(endpoint.get("targetRef"), dict):
+            _drop(endpoint["targetRef"], (None, ""))
+    for port in obj["ports"] or []:
+        if isinstance(port, dict):
+            _drop(port, (None,))
+
+
+def endpointslice_empty_lists(obj: dict[str, Any]) -> None:
+    """An EndpointSlice's empty ``endpoints``/``ports`` become null, as storage (protobuf)
+    gives them back; field ownership, recorded before, still saw the ``[]`` sent."""
+    for key in ("endpoints", "ports"):
+        if obj.get(key) == []:
+            obj[key] = None
+
+
+def _drop(fields: dict[str, Any], empty: tuple[Any, ...]) -> None:
+    """Remove the keys whose value is one of ``empty`` (same type too: 0 is not "")."""
+    for key in [k for k, v in fields.items()
+                if any(v == blank and type(v) is type(blank) for blank in empty)]:
+        del fields[key]
 
 
 def default_endpointslice(obj: dict[str, Any]) -> None:
