@@ -39,7 +39,8 @@ async def test_a_fatal_task_sets_failed_and_fails_liveness() -> None:
     assert not ok and "caches" in reason and "informer bug" in reason
 
 
-async def test_a_crash_loop_fails_liveness() -> None:
+async def crash_looping_workers() -> Supervisor:
+    """A supervisor whose "workers" task crashes at once, every time, until liveness fails."""
     sup = Supervisor(backoff_initial=0.001, backoff_max=0.001, crash_loop=3)
 
     async def always() -> None:
@@ -50,13 +51,18 @@ async def test_a_crash_loop_fails_liveness() -> None:
         if not sup.alive()[0]:
             break
         await asyncio.sleep(0.01)
+    return sup
+
+
+async def test_a_crash_loop_fails_liveness() -> None:
+    sup = await crash_looping_workers()
     ok, reason = sup.alive()
     assert not ok and "crash-looping" in reason and "workers" in reason
     await sup.stop_all()
 
 
-async def test_cancelling_is_not_a_failure() -> None:
-    sup = Supervisor()
+async def spawn_forever(sup: Supervisor) -> None:
+    """Spawn "workers" as a task that runs until cancelled; return once it has started."""
     started = asyncio.Event()
 
     async def forever() -> None:
@@ -65,6 +71,11 @@ async def test_cancelling_is_not_a_failure() -> None:
 
     sup.spawn("workers", forever, restart=True)
     await started.wait()
+
+
+async def test_cancelling_is_not_a_failure() -> None:
+    sup = Supervisor()
+    await spawn_forever(sup)
     await sup.stop("workers")
     assert sup.alive() == (True, "")
     assert not sup.failed.is_set()
@@ -97,25 +108,9 @@ async def test_a_task_that_runs_quietly_after_a_crash_burst_passes_liveness_agai
 async def test_a_task_spawned_anew_does_not_inherit_its_predecessors_crashes() -> None:
     """The workers are spawned anew each term: a crash loop of the last term, long over, must
     not fail liveness once the new term's workers start."""
-    sup = Supervisor(backoff_initial=0.001, backoff_max=0.001, crash_loop=3)
-
-    async def always() -> None:
-        raise RuntimeError("always")
-
-    sup.spawn("workers", always, restart=True)
-    for _ in range(500):
-        if not sup.alive()[0]:
-            break
-        await asyncio.sleep(0.01)
+    sup = await crash_looping_workers()
     assert not sup.alive()[0]
     await sup.stop("workers")
-    started = asyncio.Event()
-
-    async def forever() -> None:
-        started.set()
-        await asyncio.Event().wait()
-
-    sup.spawn("workers", forever, restart=True)
-    await started.wait()
+    await spawn_forever(sup)
     assert sup.alive() == (True, "")
     await sup.stop_all()
