@@ -24,6 +24,7 @@ from dataclasses import replace
 from typing import Any
 
 from benchmarks.apiserver import EmbeddedServer
+from benchmarks.runner import summary
 from slicectl.kube.client import ClientSettings, KubeClient
 from slicectl.kube.resources import ENDPOINTSLICES, NAMESPACES
 from slicectl.model.apis import SLICECTL
@@ -54,11 +55,10 @@ def _merge_patch(ops: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _summary(label: str, seconds: list[float]) -> str:
-    ms = sorted(1000 * s for s in seconds)
-    def at(q: float) -> float:
-        return ms[min(len(ms) - 1, int(q * len(ms)))]
-    return (f"{label:<12} n={len(ms)}  mean {statistics.fmean(ms):6.2f}  p50 {at(0.5):6.2f}  "
-            f"p90 {at(0.9):6.2f}  p99 {at(0.99):6.2f} ms")
+    """One line: the mean and the percentiles every benchmark table uses (runner.summary)."""
+    ms = summary([1000 * s for s in seconds])
+    return (f"{label:<12} n={ms['n']}  mean {1000 * statistics.fmean(seconds):6.2f}  "
+            f"p50 {ms['p50']:6.2f}  p90 {ms['p90']:6.2f}  p99 {ms['p99']:6.2f} ms")
 
 
 async def run(kubeconfig: str, n: int, endpoints: int) -> None:

@@ -67,7 +67,7 @@ def positive_float(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0 or math.isinf(value):  # nan compares false
+    if not 0 < value < math.inf:  # nan compares false too
         raise argparse.ArgumentTypeError(f"{text} must be a finite number greater than 0")
     return value
 

@@ -65,8 +65,10 @@ def first_sync_trigger(
         # Whole seconds: a transition stamped in the last write's second may follow it.
         if when is None or when <= last - 1.0 or (oldest is not None and when >= oldest):
             continue
+        # Published: the slices show the pod as it is now (listed with its serving condition,
+        # or absent when it is not to be listed): the last write or an earlier one carried it.
         published = (shown.get(pod.uid) == pod.ready if pod_included(pod)
                      else pod.uid not in shown)
-        if not published:  # shown, the last write (or an earlier one) published it
+        if not published:
             oldest = when
     return oldest
