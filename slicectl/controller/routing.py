@@ -244,6 +244,12 @@ class Router:
         self._wake_waiting(keys)
 
     def slice_updated(self, old: SliceRecord, new: SliceRecord) -> None:
+        if old.uid != new.uid:
+            # Replaced under its name while no watch was open: a relist reports it as an
+            # update. The slices here are by uid, so the old one must go as a deletion would.
+            self.slice_deleted(old)
+            self.slice_added(new)
+            return
         before = self._slice_keys.get(old.uid, ())
         keys = self._store_slice(new)
         moved = set(before) - set(keys)  # relabelled away from a selector: that one must repair

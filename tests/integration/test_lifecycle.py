@@ -1,0 +1,78 @@
+"""Lifecycles of slices and selectors that other hands change, end to end through the controller.
+
+Each test drives a sequence a user or another controller may cause (a slice replaced under its
+own name, a slice handed to another manager while slicectl writes it) and then judges the
+slices the API server holds, never the controller's caches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from slicectl.kube.resources import ENDPOINTSLICES
+from tests.integration.client_faults import ClientFaults
+from tests.integration.conftest import Cluster
+from tests.integration.support import (
+    ESEL,
+    create_pod,
+    ensure_node,
+    options,
+    running_controller,
+    selector_body,
+    slices_of,
+    wait_until,
+)
+
+HTTP = [{"name": "http", "protocol": "TCP", "targetPort": "http"}]
+
+
+def _listing(c: Cluster, want: set[str]) -> Callable[[], Awaitable[bool]]:
+    """A predicate: the selector ``web``'s slices list exactly the pods ``want``, once each."""
+    async def listed() -> bool:
+        names = [ep["targetRef"]["name"] for s in await slices_of(c.client, c.namespace, "web")
+                 for ep in s["endpoints"] or []]
+        return sorted(names) == sorted(want)
+    return listed
+
+
+def _copy_without_endpoints(raw: dict[str, Any]) -> dict[str, Any]:
+    """The slice as a user would re-create it from a saved manifest, its endpoints emptied."""
+    meta = raw["metadata"]
+    return {
+        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {"name": meta["name"], "labels": meta["labels"],
+                     "ownerReferences": meta["ownerReferences"]},
+        "addressType": raw["addressType"], "ports": raw.get("ports") or [], "endpoints": [],
+    }
+
+
+@pytest.mark.embedded_only(reason="fault injection: a watch gap ending in 410")
+async def test_a_slice_replaced_under_its_name_in_a_watch_gap_leaves_no_phantom(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Deleted and created again under the same name (``kubectl replace --force``, a restore
+    from a saved manifest) while no watch is open, a slice comes back from the relist as an
+    update of its predecessor, with another uid. The predecessor must leave the controller's
+    picture: kept there, its endpoints looked published, and the pods it listed were never
+    put back in the slice that really exists."""
+    c = cluster
+    assert c.server is not None
+    await ensure_node(c.client, "node-a", "zone-a")
+    await create_pod(c.client, c.namespace, "web-0", "10.81.0.1", {"app": "web"})
+    await create_pod(c.client, c.namespace, "web-1", "10.81.0.2", {"app": "web"})
+    await c.client.create(ESEL, selector_body("web", {"app": "web"}, ports=HTTP), c.namespace)
+    faults = ClientFaults(monkeypatch)
+    async with running_controller(options(c.kubeconfig, c.namespace, batch_period=0.0)):
+        await wait_until(_listing(c, {"web-0", "web-1"}), what="initial sync")
+        [old] = await slices_of(c.client, c.namespace, "web")
+        faults.open_gap("endpointslices")
+        await c.client.delete(ENDPOINTSLICES, old["metadata"]["name"], c.namespace)
+        await c.client.create(ENDPOINTSLICES, _copy_without_endpoints(old), c.namespace)
+        c.server.faults.compact()  # the gap ends in 410 Gone: the informer must relist
+        faults.close_gap("endpointslices")
+
+        await wait_until(_listing(c, {"web-0", "web-1"}),
+                         what="the replaced slice's pods listed again")
