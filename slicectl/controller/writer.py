@@ -10,8 +10,10 @@ Updates are JSON patches setting only the changed fields plus the cached
 ``metadata.resourceVersion`` as a precondition (:func:`~slicectl.reconcile.slice_patch`). A 409
 means the cached copy of that one slice is old: the writer reads that slice, recomputes the
 patch against it and retries at once (a few times), instead of failing the whole sync and
-sleeping. Deletes carry a UID precondition so a slice recreated under the same name is never
-deleted by mistake.
+sleeping; unless that read shows the slice is no longer the selector's (re-created, disowned,
+or relabelled for another manager or selector): then it is not written, and the sync waits for
+the cache as for a deleted slice. Deletes carry a UID precondition so a slice recreated under
+the same name is never deleted by mistake.
 
 A sync with something to write takes its first rate-limit token before calling the writer
 (a :class:`Prepaid`; if it had to wait for it, it plans again first: ``Syncer.sync``). The
@@ -71,7 +73,22 @@ def _refused(exc: BaseException) -> bool:
 
 
 class SliceVanished(Exception):
-    """A slice the plan updates is gone from the server: the plan came from an old cache."""
+    """A slice the plan updates is gone from the server, or is no longer this selector's: the
+    plan came from an old cache."""
+
+
+def _same_slice(planned: SliceRecord, fresh: SliceRecord) -> bool:
+    """Whether the server's copy is still the slice the plan was made for: the same object,
+    owner, manager and selector. Someone may have re-created, disowned or relabelled it since
+    (handed it to another manager or selector), and then it is not ours to write."""
+    return (
+        fresh.uid == planned.uid
+        and fresh.owner is not None and planned.owner is not None
+        and fresh.owner.uid == planned.owner.uid
+        and fresh.managed_by == planned.managed_by
+        and fresh.selector_name == planned.selector_name
+        and not fresh.terminating
+    )
 
 
 class NamespaceTerminating(Exception):
@@ -255,6 +272,9 @@ class SliceWriter:
                 except NotFound:
                     raise SliceVanished(f"{current.existing.key} was deleted meanwhile") from None
                 fresh = parse_slice(raw_fresh)
+                if not _same_slice(update.existing, fresh):
+                    raise SliceVanished(
+                        f"{current.existing.key} was handed over meanwhile") from None
                 current = SliceUpdate(existing=fresh, spec=update.spec)
                 if not current.changed:
                     return None  # someone already wrote what we wanted

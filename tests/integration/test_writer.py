@@ -8,6 +8,8 @@ writes, to see which go out together and which wait (the stages of ``write_stage
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from slicectl.controller.tracker import SliceTracker
@@ -180,3 +182,34 @@ async def test_a_failed_write_lets_its_stage_finish_and_stops_the_plan(
     await c.client.get(ENDPOINTSLICES, result.created[0].name, c.namespace)
     await c.client.get(ENDPOINTSLICES, doomed.name, c.namespace)  # not deleted
     await c.client.get(ENDPOINTSLICES, kept.name, c.namespace)
+
+
+HANDED_OVER: dict[str, dict[str, Any]] = {
+    "to another manager": {"metadata": {"labels": {
+        "endpointslice.kubernetes.io/managed-by": "other.example.com"}}},
+    "to another selector": {"metadata": {"labels": {
+        "kubernetes.io/endpoint-selector-name": "api"}}},
+    "disowned": {"metadata": {"ownerReferences": None}},
+}
+
+
+@pytest.mark.parametrize("change", list(HANDED_OVER))
+async def test_a_conflict_with_a_slice_no_longer_ours_leaves_it_alone(
+    cluster: Cluster, change: str
+) -> None:
+    """The 409's fresh copy is the slice as someone else left it. Relabelled for another
+    manager or selector, or disowned, it is not this selector's slice any more: the writer
+    must neither relabel it back (a write to a slice of another manager) nor fail the sync;
+    it is gone from this selector's point of view, and the cache will say so."""
+    c = cluster
+    sel = await selector(c)
+    writer = SliceWriter(c.client, SliceTracker())
+    pods = [pod(i, ns=c.namespace) for i in range(2)]
+    (created,) = (await writer.apply(KEY, sel, plan(sel, pods, {}, [], Settings()), None)).created
+    handed = await c.client.patch(ENDPOINTSLICES, created.name, HANDED_OVER[change],
+                                  c.namespace)
+    pods[0] = pod(0, ready=False, ns=c.namespace)
+    with pytest.raises(SliceVanished):
+        await writer.apply(KEY, sel, plan(sel, pods, {}, [created], Settings()), None)
+    after = await c.client.get(ENDPOINTSLICES, created.name, c.namespace)
+    assert after["metadata"]["resourceVersion"] == handed["metadata"]["resourceVersion"]
