@@ -31,7 +31,10 @@ the objects (see :mod:`slicectl.reconcile.trigger`). So the pods of the first li
 for a month would otherwise stamp the first write after a restart a month old.
 
 Queue keys are ``<api group>/<namespace>/<name>`` so two selector flavours with the same name in
-one namespace never share a key or each other's slices.
+one namespace never share a key or each other's slices: a slice goes to the key of its
+controller's flavour (none, if this process does not serve that flavour). A slice with the
+selector's labels whose controller is no selector, or that has none, is filed under every
+served flavour's key, so it is replaced as upstream replaces any slice its Service does not own.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from slicectl.cache.index import SelectedPods, SelectorIndex, keys_to_sync
 from slicectl.cache.store import PodStore
 from slicectl.controller.queue import WorkQueue
 from slicectl.controller.tracker import SliceTracker
+from slicectl.model.apis import SELECTOR_APIS
 from slicectl.model.records import NodeRecord, PodRecord, SelectorRecord, SelectorRef, SliceRecord
 from slicectl.model.timefmt import parse_rfc3339
 
@@ -52,6 +56,8 @@ from slicectl.model.timefmt import parse_rfc3339
 # selector (upstream's endpointSliceChangeMinSyncDelay): the first repair is immediate, and a
 # repair that keeps being undone (garbage collection racing a lagging selector watch) is bounded.
 REPAIR_MIN_INTERVAL = 1.0
+# The API groups of every selector flavour, served here or not (another process may serve it).
+_SELECTOR_GROUPS = frozenset(ref.group for ref in SELECTOR_APIS.values())
 
 
 def selector_key(ref: SelectorRef, namespace: str, name: str) -> str:
@@ -62,11 +68,15 @@ def record_key(record: SelectorRecord) -> str:
     return selector_key(record.api, record.namespace, record.name)
 
 
-def _owner_group(slice_: SliceRecord) -> str | None:
-    if slice_.owner is None:
+def _selector_owner_group(slice_: SliceRecord) -> str | None:
+    """The API group of the slice's controller if that is a selector flavour's group, else None
+    (no controller, or one that is no selector: a slice that no selector may keep)."""
+    owner = slice_.owner
+    if owner is None:
         return None
-    api_version = slice_.owner.api_version
-    return api_version.rpartition("/")[0] if "/" in api_version else ""
+    api_version = owner.api_version
+    group = api_version.rpartition("/")[0] if "/" in api_version else ""
+    return group if group in _SELECTOR_GROUPS else None
 
 
 class Router:
@@ -213,7 +223,7 @@ class Router:
         name = s.selector_name
         if not name:
             return ()
-        group = _owner_group(s)
+        group = _selector_owner_group(s)
         apis = [a for a in self.apis if group is None or a.group == group]
         return tuple(selector_key(a, s.namespace, name) for a in apis)
 

@@ -76,3 +76,38 @@ async def test_a_slice_replaced_under_its_name_in_a_watch_gap_leaves_no_phantom(
 
         await wait_until(_listing(c, {"web-0", "web-1"}),
                          what="the replaced slice's pods listed again")
+
+
+async def test_a_slice_with_its_labels_under_an_owner_that_is_no_selector_is_replaced(
+    cluster: Cluster,
+) -> None:
+    """A slice carrying slicectl's managed-by and the selector's name, whose controller is
+    something other than a selector (a Pod here; any kind of any other API group), is not the
+    selector's: upstream deletes every such slice it lists (``ownedBy``), and consumers that
+    find the selector's slices by label would otherwise route to whatever it lists. Only a
+    slice owned by a selector of another flavour (an API this process does not serve) is left
+    to that flavour's controller."""
+    c = cluster
+    await ensure_node(c.client, "node-a", "zone-a")
+    pod = await create_pod(c.client, c.namespace, "web-0", "10.81.1.1", {"app": "web"})
+    sel = await c.client.create(ESEL, selector_body("web", {"app": "web"}, ports=HTTP),
+                                c.namespace)
+    async with running_controller(options(c.kubeconfig, c.namespace, batch_period=0.0)):
+        await wait_until(_listing(c, {"web-0"}), what="initial sync")
+        [ours] = await slices_of(c.client, c.namespace, "web")
+        impostor = _copy_without_endpoints(ours)
+        impostor["metadata"] = {
+            "generateName": "web-", "labels": ours["metadata"]["labels"],
+            "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "web-0",
+                                 "uid": pod["metadata"]["uid"], "controller": True}]}
+        impostor["endpoints"] = [{"addresses": ["10.81.9.9"], "conditions": {"ready": True},
+                                  "targetRef": {"kind": "Pod", "name": "elsewhere",
+                                                "namespace": c.namespace}}]
+        await c.client.create(ENDPOINTSLICES, impostor, c.namespace)
+
+        async def owned_and_exact() -> bool:
+            owners = [ref["uid"] for s in await slices_of(c.client, c.namespace, "web")
+                      for ref in s["metadata"].get("ownerReferences") or []]
+            return owners == [sel["metadata"]["uid"]] and await _listing(c, {"web-0"})()
+
+        await wait_until(owned_and_exact, what="the impostor deleted")
