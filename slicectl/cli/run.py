@@ -273,8 +273,11 @@ async def run_controller(
             await asyncio.wait_for(controller.status.flush(), timeout=3)
         await controller.status.close()
         if elector is not None:
+            # client-go's ReleaseOnCancel: the renewal in flight is abandoned (waiting for it
+            # could take the whole time), then the release has the renew deadline.
+            await supervisor.stop("elector")
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(elector.release(), timeout=5)
+                await asyncio.wait_for(elector.release(), timeout=opts.renew_deadline)
         await supervisor.stop_all()
         with contextlib.suppress(Exception):
             await asyncio.wait_for(events.flush(), timeout=3)

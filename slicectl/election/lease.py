@@ -25,14 +25,18 @@ Decisions, matching ``k8s.io/client-go/tools/leaderelection``:
   the campaign: the next retry period tries again.
 * :meth:`LeaderElector.release` is client-go's ReleaseOnCancel: holder cleared,
   ``leaseDurationSeconds=1``, so a standby takes over on its next retry. Cancelling
-  :meth:`LeaderElector.run` does NOT release (that is what a SIGKILL looks like to the others).
+  :meth:`LeaderElector.run` does NOT release (that is what a SIGKILL looks like to the others);
+  cancel it first and then release, as client-go abandons the renewal in flight and gives the
+  release a renew deadline of its own (``slicectl run`` on SIGTERM).
 
 Usage::
 
     elector = LeaderElector(client, "kube-system", "slicectl", identity)
     task = asyncio.create_task(elector.run(on_started_leading=start, on_stopped_leading=stop))
     ...
-    await elector.release()   # on SIGTERM, after the workers stopped writing; run() returns
+    # on SIGTERM, after the workers stopped writing:
+    task.cancel()
+    await asyncio.wait_for(elector.release(), renew_deadline)
 
 The callbacks are plain synchronous callables run on the event loop (start tasks from them;
 never block): renewals must not wait behind them. ``run`` keeps campaigning after losing the
@@ -111,6 +115,9 @@ class LeaderElector:
         self._lock = asyncio.Lock()  # one Lease write at a time (renew vs release)
         self._stopped = asyncio.Event()
         self._renewed = asyncio.Event()  # set by every successful write of our own lease
+        # A write of ours went out and got no answer (cancelled, timed out, failed): it may
+        # have landed, so the Lease may be ours unseen (release() then reads it to know).
+        self._unsure = False
 
     # -- public state --------------------------------------------------------------------------
 
@@ -288,6 +295,7 @@ class LeaderElector:
             "spec": self._record(None),
         }
         try:
+            self._unsure = True
             created = await self._client.create(LEASES, body, self.namespace)
         except (AlreadyExists, Conflict):
             return False
@@ -313,9 +321,12 @@ class LeaderElector:
         for key in ("uid", "labels", "annotations"):
             if key in meta:
                 body["metadata"][key] = meta[key]
+        self._unsure = True
         self._remember(await self._client.replace(LEASES, self.name, body, self.namespace), sent)
 
     def _remember(self, lease: dict[str, Any], sent: float) -> None:
+        """Take the server's answer to our write (or our create) as the Lease now."""
+        self._unsure = False
         self._lease = lease
         self._observed_spec = lease.get("spec") or {}
         self._observed_at = self._clock()
@@ -334,9 +345,11 @@ class LeaderElector:
         self._stopped.set()
         async with self._lock:
             self._set_leading(False)
-            # As client-go: judged by the Lease as last seen, not by is_leader, so a lease won
-            # by an attempt that raced this call is handed back too.
-            if self._lease is None or self.holder != self.identity:
+            # Judged by the Lease as last seen, not by is_leader, so a lease won by an attempt
+            # that raced this call is handed back too; and by the server's copy when a write of
+            # ours went unanswered (run() is cancelled first, as ReleaseOnCancel abandons the
+            # renewal in flight): it may have made us the holder without our knowing.
+            if not self._unsure and (self._lease is None or self.holder != self.identity):
                 return True
             # ... and read again first, as client-go's release() does: a renewal that timed out
             # here but landed, or anyone's annotation, moved its resourceVersion, and a write
