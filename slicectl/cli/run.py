@@ -16,7 +16,8 @@ Readiness: ready once the caches synced and, while leading, every selector known
 synced once (a standby is ready once its caches synced). It never waits for an idle queue.
 
 SIGTERM or SIGINT: stop taking work, abandon in-flight syncs (they are re-run by the next
-leader), release the Lease so a standby takes over at once, flush Events, exit 0.
+leader), release the Lease so a standby takes over at once, flush Events, exit 0. A second
+signal exits at once with code 1.
 """
 
 from __future__ import annotations
@@ -287,11 +288,24 @@ async def run_controller(
         await client.close()
 
 
+def _on_signal(stop: asyncio.Event, sig: signal.Signals) -> None:
+    """The first SIGTERM/SIGINT shuts down gracefully; a second one exits at once with code 1,
+    as kube-controller-manager's (k8s.io/apiserver SetupSignalContext) and controller-runtime's
+    signal handlers do: the way out of a shutdown that hangs on an unreachable API server."""
+    if not stop.is_set():
+        stop.set()
+        return
+    log.warning("second signal: exiting now", signal=sig.name)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(1)
+
+
 async def _main(opts: RunOptions) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+        loop.add_signal_handler(sig, _on_signal, stop, sig)
     tasks: list[asyncio.Task[None]] = []
 
     def started(controller: Controller, _: HealthServer) -> None:

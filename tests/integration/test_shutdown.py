@@ -8,7 +8,11 @@ written back, within the renew deadline.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import signal
 import time
+from pathlib import Path
 
 import pytest
 
@@ -25,6 +29,7 @@ from tests.integration.support import (
     slices_of,
     wait_until,
 )
+from tests.reliability.procs import Election, Replica
 
 pytestmark = pytest.mark.embedded_only(reason="fault injection: every Lease request answered late")
 
@@ -105,3 +110,41 @@ async def test_a_lease_won_by_a_write_whose_answer_never_came_is_released(
         gate = run.controller.gate
         assert isinstance(gate, LeaderElector) and not gate.is_leader  # its answer is held
     assert await holder() == ""
+
+
+async def test_a_second_signal_ends_a_slow_shutdown_at_once_with_code_1(
+    cluster: Cluster, tmp_path: Path,
+) -> None:
+    """As kube-controller-manager (k8s.io/apiserver's SetupSignalContext) and controller-runtime:
+    the first SIGTERM or SIGINT shuts down gracefully, a second one exits at once with code 1.
+    Here the graceful shutdown hangs on the Lease release (Lease requests stalled), and the
+    operator's second Ctrl-C was ignored until the release gave up, then exited 0."""
+    c = cluster
+    assert c.server is not None
+    election = Election(lease=40.0, renew=30.0, retry=1.0, namespace=c.namespace,
+                        name=LEASE_NAME)
+    replica = Replica("a", c.kubeconfig, [c.namespace], tmp_path, election)
+    try:
+        await replica.start()
+
+        async def leads() -> bool:
+            return replica.leading_identity() is not None
+
+        await wait_until(leads, what="the replica leads")
+        c.server.faults.resource_latency["leases"] = 120.0  # the release will hang
+        replica.signal(signal.SIGTERM)
+
+        async def shutting_down() -> bool:
+            return replica.logged("shutting down")
+
+        await wait_until(shutting_down, what="the graceful shutdown starts")
+        assert replica.running, replica.tail()
+        replica.signal(signal.SIGTERM)
+        assert replica.proc is not None
+        code = await asyncio.wait_for(replica.proc.wait(), 20)
+        assert code == 1, replica.tail()
+        assert replica.logged("second signal"), replica.tail()
+    finally:
+        c.server.faults.resource_latency.clear()
+        with contextlib.suppress(ProcessLookupError):
+            await replica.kill()
