@@ -204,6 +204,50 @@ def test_default_args_are_accepted_by_slicectl_run() -> None:
         assert parsed.command == "run"
 
 
+@pytest.mark.parametrize(
+    ("lease", "renew", "retry"),
+    [
+        ("15s", "10s", "2s"),  # the defaults
+        ("3s", "2s", "500ms"),
+        ("1m30s", "1m", "10s"),
+        ("10s", "10s", "2s"),  # lease duration not above the renew deadline
+        ("10s", "15s", "2s"),
+        ("15s", "2400ms", "2s"),  # renew deadline not above 1.2 x the retry period
+        ("15s", "10s", "0s"),
+        ("0s", "0s", "0s"),
+        ("2h", "1h", "1m"),
+        ("1h", "1h", "1m"),
+        ("1.5s", "1201ms", "1s"),
+        ("1.5s", "1200ms", "1s"),
+    ],
+)
+def test_the_chart_refuses_the_lease_timings_slicectl_refuses(
+    lease: str, renew: str, retry: str
+) -> None:
+    """Timings slicectl exits 2 on must not render: the pods would only crash-loop."""
+    from slicectl.cli.main import build_parser
+    from slicectl.cli.run import options_from_args
+
+    election = {"leaseDuration": lease, "renewDeadline": renew, "retryPeriod": retry}
+    try:
+        args = container(render_chart({"leaderElection": election}))["args"]
+    except CheckFailed:
+        rendered = False
+    else:
+        rendered = True
+    try:
+        options_from_args(build_parser(["run"]).parse_args([
+            "run", "--leader-elect=true", f"--leader-elect-lease-duration={lease}",
+            f"--leader-elect-renew-deadline={renew}", f"--leader-elect-retry-period={retry}"]))
+    except (ValueError, SystemExit):
+        accepted = False
+    else:
+        accepted = True
+    assert rendered == accepted, (lease, renew, retry)
+    if rendered:
+        assert f"--leader-elect-renew-deadline={renew}" in args
+
+
 def test_pdb_only_with_more_than_one_replica() -> None:
     pdb = the(render_chart(), "PodDisruptionBudget")
     assert pdb["spec"]["minAvailable"] == 1

@@ -64,3 +64,14 @@ writes (only slicectl.io's: the KEP and the GEP define no status).
   status: {{ eq $group "slicectl.io" }}
 {{- end }}
 {{- end }}
+
+{{/* A Go duration ("1m30s", "500ms", "0s") in milliseconds, to compare the lease timings. */}}
+{{- define "slicectl.durationMillis" -}}
+{{- $units := dict "ns" 0.000001 "us" 0.001 "µs" 0.001 "ms" 1.0 "s" 1000.0 "m" 60000.0 "h" 3600000.0 }}
+{{- $total := 0.0 }}
+{{- range regexFindAll "[0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h)" . -1 }}
+{{- $unit := regexFind "(ns|us|µs|ms|s|m|h)$" . }}
+{{- $total = addf $total (mulf (float64 (trimSuffix $unit .)) (index $units $unit)) }}
+{{- end }}
+{{- $total }}
+{{- end }}
