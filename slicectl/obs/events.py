@@ -10,6 +10,10 @@ Decisions, following client-go's ``tools/events`` broadcaster and its spam filte
 * Each regarding object has a token bucket (``burst`` writes, then one per ``refill_seconds``,
   like client-go's 25 / 5 min), so a selector failing in a loop cannot flood the API server. A
   new event over the limit is dropped; a series increment waits for the next flush.
+* A write the server rejects (a 4xx: the namespace is gone or terminating, RBAC, an invalid
+  Event) is not retried, as client-go's ``recordToSink`` does not; failures that can pass (5xx,
+  connection errors) are retried by the flush. Kept pending, a rejected Event was re-sent for
+  ever and its series never forgotten.
 * Recording is fire-and-forget: :meth:`EventRecorder.event` is synchronous, never raises and
   never waits for the API; write errors are logged at debug level.
 * Field limits of the API validation are applied (reason/action 128, note 1024,
@@ -56,6 +60,12 @@ def event_name(regarding_name: str, now_ns: int) -> str:
     suffix = f".{now_ns:x}"
     prefix = regarding_name[: NAME_LIMIT - len(suffix)].rstrip(".-")
     return f"{prefix or 'event'}{suffix}"
+
+
+def _refused(exc: ApiError) -> bool:
+    """The server rejected the write for good (its namespace is gone or terminating, RBAC, an
+    invalid Event), rather than failing for now (5xx; 429s the client already retried)."""
+    return exc.status < 500 and exc.status != 429
 
 
 def selector_reference(selector: SelectorRecord) -> dict[str, str]:
@@ -106,6 +116,10 @@ class EventRecorder:
         self._buckets: dict[str, TokenBucket] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._flusher: asyncio.Task[None] | None = None
+
+    def __len__(self) -> int:
+        """The series held: each until ``series_window`` after its last repeat."""
+        return len(self._series)
 
     def event(
         self,
@@ -179,8 +193,8 @@ class EventRecorder:
     async def _write(self, series: _Series) -> None:
         """Create the Event, or patch its series; one write at a time per series."""
         async with series.lock:
-            if series.created and series.written_count == series.count:
-                return
+            if series.written_count == series.count:
+                return  # written (or rejected) meanwhile
             count = series.count
             series.last_written = self._clock()
             try:
@@ -190,6 +204,8 @@ class EventRecorder:
                     await self._create(series)
                 series.written_count = count
             except ApiError as exc:
+                if _refused(exc):  # as client-go: the server rejected it, it will not retry
+                    series.written_count = count
                 log.debug("event write failed: %s", exc)
             except Exception:
                 log.debug("event write failed", exc_info=True)

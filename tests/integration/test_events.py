@@ -131,3 +131,24 @@ async def test_write_failures_never_reach_the_caller(
         recorder.event(regarding(api.namespace), WARNING, "InvalidSpec", "bad")  # no raise
         await recorder.flush()
     assert await events(api) == []
+
+
+async def test_an_event_the_server_refuses_is_dropped_not_retried_for_ever(api: Cluster) -> None:
+    """An Event the server rejects (here: its namespace is gone, 404; a terminating one answers
+    403) can never be written. client-go's recorder drops such an event ("Server rejected
+    event (will not retry!)"); kept pending, it was re-sent on every flush and its series was
+    never forgotten, so a long-running process gathered one series (and a write every few
+    minutes) per selector of every deleted namespace."""
+    now = [0.0]
+    recorder = EventRecorder(api.client, reporting_instance="slicectl-0", series_window=60.0,
+                             clock=lambda: now[0])
+    gone = f"{api.namespace}-gone"  # no such namespace
+    recorder.event(regarding(gone), WARNING, "InvalidSpec", "bad")
+    await recorder.flush()
+    assert api.requests.total(verb="POST", resource="events", code=404) == 1
+    await recorder.flush()  # nothing left to write
+    assert api.requests.total(verb="POST", resource="events") == 1
+    now[0] += 61.0  # past the series window: the recorder holds nothing for it any more
+    recorder.event(regarding(api.namespace, "other", "uid-2"), WARNING, "InvalidSpec", "bad")
+    await recorder.flush()
+    assert len(recorder) == 1  # only the new one, until its own window passes
