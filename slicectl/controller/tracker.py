@@ -55,6 +55,10 @@ class SliceTracker:
         self._ttl = ttl
         self._clock = clock
 
+    def __len__(self) -> int:
+        """The selectors it holds anything for."""
+        return len(self._by_selector.keys() | self._unknown_creates.keys() | self._waiting)
+
     # -- our writes ----------------------------------------------------------------------
 
     def wrote(self, selector_key: str, uid: str, generation: int) -> None:
@@ -94,7 +98,7 @@ class SliceTracker:
         """Settle unknown creates against the server's slices of this selector (``live``: only
         those it owns, which the router files under ``selector_key``); returns how many were
         unknown slices (now expected in the cache)."""
-        known = self._by_selector.setdefault(selector_key, {})
+        known = self._by_selector.get(selector_key, {})
         found = 0
         for s in live:  # a uid deleted since the read was answered is not expected back
             if s.uid not in known and self._expect(selector_key, s.uid, s.generation):
@@ -135,6 +139,7 @@ class SliceTracker:
             del gone[first]
         gens = self._by_selector.get(selector_key)
         known = gens.pop(uid, None) if gens is not None else None
+        self._drop_if_empty(selector_key)
         return known is None or known[0] != _DELETED
 
     def reconcile_relist(
@@ -155,6 +160,8 @@ class SliceTracker:
                     del gens[uid]
                     if gen != _DELETED:
                         to_sync.add(key)
+        for key in [k for k, gens in self._by_selector.items() if not gens]:
+            del self._by_selector[key]
         return to_sync
 
     # -- the stale-cache question ----------------------------------------------------------
@@ -182,10 +189,19 @@ class SliceTracker:
                 unmet += not met
             elif not met:
                 stale = True
+        self._drop_if_empty(selector_key)
         if unmet:
             log.warning("slice expectations expired; trusting the cache", selector=selector_key,
                         slices=unmet, ttl=self._ttl)
         return stale
+
+    def _drop_if_empty(self, selector_key: str) -> None:
+        """No slice left to expect: a selector's entry goes with its last slice (one kept per
+        selector that ever had a slice would grow for ever where selectors come and go, on a
+        standby above all, which never syncs them and so never forgets them)."""
+        gens = self._by_selector.get(selector_key)
+        if gens is not None and not gens:
+            del self._by_selector[selector_key]
 
     def wait_for_cache(self, selector_key: str) -> None:
         """The selector's sync waits: the next slice event for it should sync it."""

@@ -74,3 +74,22 @@ def test_deleted_marker_ignores_racing_update() -> None:
     t.wrote(SEL, "a", 1)
     t.deleted(SEL, "a")
     assert not t.observe(SEL, replace(_slice("a", 2)))
+
+
+def test_a_selector_whose_slices_all_went_leaves_nothing_behind() -> None:
+    """Slices seen, then deleted (a standby watching the leader's slices of selectors that come
+    and go, which it never syncs, so never forgets), settled by a relist, or expectations
+    expired: the tracker must not keep an empty entry per selector for ever."""
+    now = [0.0]
+    t = SliceTracker(ttl=10.0, clock=lambda: now[0])
+    for i in range(100):
+        t.observe(f"ns/sel-{i}", _slice(f"u{i}", 1))  # the leader's slice, seen by a standby
+        t.observe_deletion(f"ns/sel-{i}", f"u{i}")  # the garbage collector's deletion
+    t.wrote("ns/relisted", "gone", 1)
+    now[0] += 1.0
+    assert t.reconcile_relist(set(), listed_at=now[0]) == {"ns/relisted"}
+    t.wrote("ns/expired", "never-seen", 1)
+    now[0] += 11.0
+    t.stale("ns/expired", [])  # the expectation expires
+    t.resolve_unknown_creates("ns/resolved", [])
+    assert len(t) == 0
