@@ -11,6 +11,11 @@ It owns the lifecycle of the moving parts and nothing else:
   writing mid-sync. A worker that finds the gate closed puts its key back and parks until the
   gate opens (it never re-queues with no delay in a loop: that would starve the event loop,
   and with it the lease renewal that could reopen the gate);
+* a leadership term (:meth:`run_workers`) starts as a restart does, from the caches: every
+  selector is synced, each first sync taking its trigger time from the objects. Between terms
+  the informers keep the indexes but queue nothing: what a standby sees is the leader's work,
+  and queued, it made a takeover stamp its first writes with changes the last leader had
+  published, weeks before maybe, and held a queue entry for every selector deleted meanwhile;
 * the initial sync is done (readiness) once every selector known when the caches synced was
   synced once, not when the queue is idle (under steady churn it never is);
 * a selector API that the cluster does not serve yet is retried in the background and does not
@@ -143,6 +148,7 @@ class Controller:
         self.router = Router(self.queue, self.tracker, config.selector_apis, config.batch_period,
                              self.pods,
                              status_expected=lambda k, s: self.syncer.status_expected(k, s))
+        self.router.active = False  # until a term starts (run_workers)
         self._slice_counts = (
             SliceCounts(metrics, config.settings.max_endpoints_per_slice) if metrics else None
         )
@@ -280,18 +286,28 @@ class Controller:
     # -- workers ----------------------------------------------------------------------------
 
     async def run_workers(self) -> None:
-        """Sync every known selector, then keep draining the queue until cancelled."""
+        """One leadership term: sync every known selector, then keep draining the queue until
+        cancelled (module docstring)."""
         await self.caches_synced.wait()
         keys = list(self.router.selectors.keys())
         if self._initial_keys is None:
             self._initial_keys = set(keys)
+        self.queue.clear()
+        held = self.syncer.new_term()
+        self.router.active = True
+        now = time.time()
         for key in keys:
-            self.queue.add(key)
+            self.queue.add(key, changed_at=now)  # the caches as observed now
+        for key in held.difference(keys):
+            self.queue.add(key)  # deleted since: its sync forgets it
         self._initial_progress()
-        async with asyncio.TaskGroup() as tg:
-            for _ in range(self.config.concurrent_syncs):
-                tg.create_task(self._worker())
-            tg.create_task(self._retry_after_outages())
+        try:
+            async with asyncio.TaskGroup() as tg:
+                for _ in range(self.config.concurrent_syncs):
+                    tg.create_task(self._worker())
+                tg.create_task(self._retry_after_outages())
+        finally:
+            self.router.active = False
 
     async def _retry_after_outages(self) -> None:
         while True:

@@ -251,6 +251,17 @@ class WorkQueue:
         elif self.idle():
             self._idle.set()
 
+    def clear(self) -> None:
+        """Drop every pending key with its history (trigger times, backoff): a new leadership
+        term starts from the caches, as a restart does. Keys being processed are kept."""
+        self._heap.clear()
+        self._ready_at.clear()
+        self._dirty.clear()
+        self._oldest_change.clear()
+        self._failures.clear()
+        if self.idle():
+            self._idle.set()
+
     def shutdown(self) -> None:
         self._shutdown = True
         if self._timer is not None:

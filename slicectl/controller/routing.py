@@ -106,6 +106,9 @@ class Router:
         self._slice_keys: dict[str, tuple[str, ...]] = {}  # slice uid -> selector keys
         self._invalid: dict[str, str] = {}  # selector key -> why its current spec is invalid
         self.listed = False  # every cache has listed once: pod events are changes from now on
+        # Whether events queue keys: only while this replica's workers run (see
+        # Controller.run_workers); a standby keeps its indexes only.
+        self.active = True
 
     # -- reads for the syncer ---------------------------------------------------------------
 
@@ -130,6 +133,8 @@ class Router:
         """Queue ``keys``: leading-edge batched for ``batch`` (pod and node events), at once
         otherwise; ``changed_at`` is the change's trigger time (default: now); only changes
         that cannot remove an endpoint (``removal=False``) may grow a key's batch window."""
+        if not self.active:
+            return
         now = time.time()
         when = now if changed_at is None else min(changed_at, now)
         window = self.batch_period if batch else None
@@ -147,6 +152,8 @@ class Router:
         answer and looks like a repair; counted as a change, it came a few milliseconds after
         the pod change just synced, looked like the start of a burst, held the next
         independent change for the rest of the window and made the key look busy."""
+        if not self.active:
+            return
         for key in keys:
             self.queue.add(key, min_interval=REPAIR_MIN_INTERVAL)
 
@@ -210,7 +217,7 @@ class Router:
             # Not the echo of our own status write: someone else's, or ours seen late after a
             # watch gap while a sync compared against the older one. Sync (no change, so no
             # trigger time) to put it right; held like a repair so two writers cannot loop.
-            self.queue.add(key, min_interval=REPAIR_MIN_INTERVAL)
+            self._repair([key])
 
     def selector_deleted(self, old: SelectorRecord) -> None:
         self.selected.selector_changed(self.selectors.remove(record_key(old)), None)

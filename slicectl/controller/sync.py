@@ -202,6 +202,14 @@ class Syncer:
         self._synced.discard(key)
         self._wanted.pop(key, None)
 
+    def new_term(self) -> set[str]:
+        """A leadership term starts: each selector's next sync is a first sync again (its
+        trigger time from the objects: what happened since the last term is another leader's
+        doing). Returns the keys this syncer holds anything for, the tracker's included."""
+        self._synced.clear()
+        return {*self._memos, *self._wanted, *self._last_status_write, *self._last_change,
+                *self._tracker.keys()}
+
     def status_expected(self, key: str, status: Mapping[str, Any]) -> bool:
         """Whether ``status`` is what the last sync of ``key`` wanted (our own write seen)."""
         want = self._wanted.get(key)

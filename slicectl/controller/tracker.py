@@ -57,7 +57,10 @@ class SliceTracker:
 
     def __len__(self) -> int:
         """The selectors it holds anything for."""
-        return len(self._by_selector.keys() | self._unknown_creates.keys() | self._waiting)
+        return len(self.keys())
+
+    def keys(self) -> set[str]:
+        return self._by_selector.keys() | self._unknown_creates.keys() | self._waiting
 
     # -- our writes ----------------------------------------------------------------------
 
