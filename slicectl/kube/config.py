@@ -43,6 +43,10 @@ REDACTED = "REDACTED"
 _IN_CLUSTER_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
 _IN_CLUSTER_CA = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
 _TOKEN_REREAD = 60.0  # seconds a read service-account token is used before reading it again
+# Credentials remembered for redaction, newest first: a rotated one is only in requests sent
+# just before the rotation; every rotation kept (hourly in a pod, more often with some exec
+# plugins) grew the set for the life of the process, and each API error was searched for all.
+REMEMBERED_CREDENTIALS = 4
 
 
 class ConfigError(Exception):
@@ -118,7 +122,9 @@ class Connection:
         self._cfg = configuration  # kubernetes_asyncio Configuration; holds the credential
         self._loader = loader
         self._in_cluster = in_cluster
-        self._secrets: set[str] = set()  # every credential value sent so far, for redact()
+        # the last REMEMBERED_CREDENTIALS credentials sent (header, and the bare credential),
+        # oldest first, for redact()
+        self._secrets: dict[str, None] = {}
         self._renewal: asyncio.Future[None] | None = None  # the credential renewal under way
         self.host: str = str(configuration.host).rstrip("/")
         self.server_hostname: str | None = getattr(configuration, "tls_server_name", None)
@@ -146,11 +152,15 @@ class Connection:
             await self.refresh()
         header = await self._header()
         if header is not None and header not in self._secrets:
-            self._secrets.add(header)
-            _, _, credential = header.partition(" ")
-            if credential.strip():
-                self._secrets.add(credential.strip())
+            self._remember(header)
         return header
+
+    def _remember(self, header: str) -> None:
+        _, _, credential = header.partition(" ")
+        values = [header, credential.strip()] if credential.strip() else [header]
+        self._secrets.update(dict.fromkeys(values))
+        while len(self._secrets) > 2 * REMEMBERED_CREDENTIALS:
+            del self._secrets[next(iter(self._secrets))]
 
     def redact(self, text: str) -> str:
         """``text`` with every credential this connection has sent replaced by REDACTED."""

@@ -85,6 +85,24 @@ async def test_a_401_rereads_the_token_file_at_once(mounted: tuple[Path, Path]) 
     assert await conn.authorization() == "Bearer rotated-token"
 
 
+async def test_rotated_tokens_are_not_remembered_for_ever(
+    mounted: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kubelet rotates a pod's projected token about hourly (an exec plugin's credential
+    may last minutes): the credentials kept for redaction must not grow with every rotation of
+    a process that runs for months (each ~1 KB, and every API error's text was searched for
+    all of them), while the current and the previous ones are still redacted."""
+    token, ca = mounted
+    account = ServiceAccount(ENV, str(token), str(ca))
+    conn = Connection(account, account, in_cluster=True)
+    monkeypatch.setattr(config, "_TOKEN_REREAD", 0.0)
+    for i in range(1000):
+        token.write_text(f"token-{i:04d}")
+        assert await conn.authorization() == f"Bearer token-{i:04d}"
+    assert conn.redact("token-0999 token-0998") == "REDACTED REDACTED"
+    assert len(conn._secrets) <= 2 * config.REMEMBERED_CREDENTIALS
+
+
 def test_in_cluster_loading_never_imports_kubernetes_asyncio(mounted: tuple[Path, Path]) -> None:
     """Its generated client costs ~40 MB of RSS; a pod needs none of it."""
     token, ca = mounted
