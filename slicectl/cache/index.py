@@ -165,6 +165,8 @@ class SelectedPods:
                 pending = self._pending.get(old.namespace)
                 if pending is not None:
                     pending.discard(key)
+                    if not pending:  # namespaces come and go: keep none that has nothing
+                        del self._pending[old.namespace]
             return
         key = self._selectors.key_of(new)
         if (

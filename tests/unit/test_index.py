@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from slicectl.cache.index import SelectorIndex
+from slicectl.cache.index import SelectedPods, SelectorIndex
 from slicectl.cache.store import PodStore
 from slicectl.model.apis import SLICECTL
 from slicectl.model.records import PodRecord, SelectorRecord
@@ -129,3 +129,19 @@ def test_pod_store_keeps_namespaces_and_count() -> None:
     assert list(pods.in_namespace("ns2").values()) == []
     assert len(pods) == 1
     assert sorted(pods.keys_in(None)) == ["ns1/a"]
+
+
+def test_selectors_that_came_and_went_leave_no_namespace_behind() -> None:
+    """Namespaces come and go (one per pull request, say), each with a selector deleted before
+    any sync read its pods (always so on a standby, which never syncs): nothing of them may
+    stay in the selector -> pods index."""
+    index = SelectorIndex()
+    selected = SelectedPods(index, PodStore())
+    app = Selector((Requirement("app", "In", frozenset({"a"})),))
+    for i in range(100):
+        record = make_selector("web", f"pr-{i}", app)
+        index.add(record)
+        selected.selector_changed(None, record)
+        selected.selector_changed(index.remove(record.key), None)
+    assert len(selected) == 0
+    assert selected._pending == {}
