@@ -308,6 +308,8 @@ class Controller:
                 tg.create_task(self._retry_after_outages())
         finally:
             self.router.active = False
+            if self._slice_counts is not None:  # the slice gauges are the leader's view
+                self._slice_counts.clear()
 
     async def _retry_after_outages(self) -> None:
         while True:

@@ -213,7 +213,8 @@ class SliceCounts:
 
     ``desired`` slices follow upstream: per port set ``ceil(endpoints / max_per_slice)``, and at
     least one per selector (its placeholder). The controller calls :meth:`update` after each sync
-    and :meth:`delete` when a selector goes away; the gauges are refreshed on every call.
+    and :meth:`delete` when a selector goes away, and :meth:`clear` when its leadership term
+    ends; the gauges are refreshed on every call.
     """
 
     def __init__(self, metrics: Metrics, max_endpoints_per_slice: int) -> None:
@@ -230,6 +231,12 @@ class SliceCounts:
     def delete(self, key: str) -> None:
         if key in self._by_selector:
             self._replace(key, None)
+
+    def clear(self) -> None:
+        """Count nothing: this replica no longer leads (the gauges are the leader's view)."""
+        self._by_selector.clear()
+        self._totals = (0, 0, 0)
+        self._metrics.set_slice_totals(*self._totals)
 
     def _replace(self, key: str, new: tuple[int, int, int] | None) -> None:
         old = self._by_selector.pop(key, (0, 0, 0))

@@ -22,6 +22,7 @@ from slicectl.kube.client import KubeClient
 from slicectl.kube.resources import PODS
 from slicectl.model.records import ANNOTATION_TRIGGER_TIME
 from slicectl.model.timefmt import parse_rfc3339
+from slicectl.obs.metrics import Metrics
 from tests.integration.conftest import Cluster
 from tests.integration.support import (
     ESEL,
@@ -150,3 +151,38 @@ async def test_standing_by_keeps_nothing_of_selectors_created_and_deleted(
                 "the standby still holds queue entries or expectations of deleted selectors")
         finally:
             await cancel_quietly(workers)
+
+
+async def test_a_replica_that_stops_leading_reports_no_slices(cluster: Cluster) -> None:
+    """The slice gauges are the leader's view. A replica that lost the lease kept showing its
+    last term's figures, also for selectors deleted while it stood by (nothing syncs them
+    there), so a sum over the replicas counted the slices twice after a failover."""
+    c = cluster
+    await ensure_node(c.client, "node-a", "zone-a")
+    await create_pod(c.client, c.namespace, "web-0", "10.42.0.1", {"app": "web"})
+    await c.client.create(ESEL, selector_body("web", {"app": "web"}), c.namespace)
+    metrics = Metrics()
+    config = ControllerConfig(namespaces=(c.namespace,), batch_period=CONFIG_BATCH)
+    replica = Controller(c.client, config, metrics=metrics)
+
+    def gauge(name: str) -> float | None:
+        return metrics.registry.get_sample_value(f"endpoint_slice_controller_{name}")
+
+    async with _caches(replica):
+        term = asyncio.create_task(replica.run_workers())
+        try:
+            async def counted() -> bool:
+                return gauge("num_endpoint_slices") == 1 and gauge("endpoints_desired") == 1
+
+            await wait_until(counted, what="the leader's slice gauges")
+        finally:
+            await cancel_quietly(term)  # the lease is lost
+        await c.client.delete(ESEL, "web", c.namespace)
+        await wait_until(lambda: _true(not len(replica.router.selectors)),
+                         what="the standby's cache drops the selector")
+        assert (gauge("num_endpoint_slices"), gauge("endpoints_desired"),
+                gauge("desired_endpoint_slices")) == (0, 0, 0)
+
+
+async def _true(value: bool) -> bool:
+    return value
