@@ -185,6 +185,7 @@ class Controller:
         self.caches_synced = asyncio.Event()
         self.initial_sync_done = asyncio.Event()  # every selector known at start synced once
         self._initial_keys: set[str] | None = None
+        self._term = 0  # leadership terms begun (run_workers)
         # One per selector API: set once it is listed, or found unserved at the first look.
         self._apis_listed = [asyncio.Event() for _ in config.selector_apis]
 
@@ -292,6 +293,8 @@ class Controller:
         keys = list(self.router.selectors.keys())
         if self._initial_keys is None:
             self._initial_keys = set(keys)
+        self._term += 1
+        term = self._term
         self.queue.clear()
         held = self.syncer.new_term()
         self.router.active = True
@@ -307,9 +310,12 @@ class Controller:
                     tg.create_task(self._worker())
                 tg.create_task(self._retry_after_outages())
         finally:
-            self.router.active = False
-            if self._slice_counts is not None:  # the slice gauges are the leader's view
-                self._slice_counts.clear()
+            # A cancelled term may finish unwinding after the next one began (the lease lost
+            # and won again at once): only the current term's end stops the routing.
+            if term == self._term:
+                self.router.active = False
+                if self._slice_counts is not None:  # the slice gauges are the leader's view
+                    self._slice_counts.clear()
 
     async def _retry_after_outages(self) -> None:
         while True:

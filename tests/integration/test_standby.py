@@ -186,3 +186,33 @@ async def test_a_replica_that_stops_leading_reports_no_slices(cluster: Cluster) 
 
 async def _true(value: bool) -> bool:
     return value
+
+
+async def test_a_term_that_ends_as_the_next_begins_leaves_the_next_one_working(
+    cluster: Cluster,
+) -> None:
+    """The lease lost and won again at once: the elector cancels the workers and the next
+    term's start. The first term's end, finishing after the next term began, must not stop
+    the new term's events from reaching the queue."""
+    c = cluster
+    await ensure_node(c.client, "node-a", "zone-a")
+    await create_pod(c.client, c.namespace, "web-0", "10.43.0.1", {"app": "web"})
+    await c.client.create(ESEL, selector_body("web", {"app": "web"}), c.namespace)
+    config = ControllerConfig(namespaces=(c.namespace,), batch_period=CONFIG_BATCH)
+    replica = Controller(c.client, config)
+
+    async def served(n: int) -> bool:
+        slices = await slices_of(c.client, c.namespace, "web")
+        return sum(len(s["endpoints"]) for s in slices) == n
+
+    async with _caches(replica):
+        first = asyncio.create_task(replica.run_workers())
+        await wait_until(lambda: served(1), what="the first term's sync")
+        first.cancel()
+        second = asyncio.create_task(replica.run_workers())
+        try:
+            await asyncio.gather(first, return_exceptions=True)
+            await create_pod(c.client, c.namespace, "web-1", "10.43.0.2", {"app": "web"})
+            await wait_until(lambda: served(2), what="the second term serves a new pod")
+        finally:
+            await cancel_quietly(second)
