@@ -63,3 +63,82 @@ async def test_dns_names_and_a_clean_image_are_accepted(ns: Raw) -> None:
     code, body, _ = await ns.request("POST", PODS, _pod(nodeName="node-1.zone-a",
                                                         hostname="web-0"), dryRun="All")
     assert code == 201, body
+
+
+PORT_NAME = "must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)"
+PORT_RANGE = "must be between 1 and 65535, inclusive"
+
+
+def _ports(*ports: dict[str, Any]) -> dict[str, Any]:
+    return {"containers": [{"name": "c", "image": "nginx", "ports": list(ports)}]}
+
+
+# Answers of the real kube-apiserver v1.32.6 (2026-11-28, dryRun=All creates): container
+# ports are checked (validateContainerPorts), here too since slicectl resolves named
+# targetPorts from them
+@pytest.mark.parametrize(("spec", "causes"), [
+    (_ports({"name": "web", "containerPort": 1}, {"name": "web", "containerPort": 2,
+                                                  "protocol": "UDP"}),
+     [("spec.containers[0].ports[1].name", "FieldValueDuplicate", 'Duplicate value: "web"')]),
+    (_ports({"name": "Web", "containerPort": 1}),
+     [("spec.containers[0].ports[0].name", "FieldValueInvalid",
+       f'Invalid value: "Web": {PORT_NAME}')]),
+    (_ports({"name": "abcdefghijklmnop", "containerPort": 1}),
+     [("spec.containers[0].ports[0].name", "FieldValueInvalid",
+       'Invalid value: "abcdefghijklmnop": must be no more than 15 characters')]),
+    (_ports({"name": "123", "containerPort": 1}),
+     [("spec.containers[0].ports[0].name", "FieldValueInvalid",
+       'Invalid value: "123": must contain at least one letter (a-z)')]),
+    (_ports({"name": "-a--b", "containerPort": 1}),
+     [("spec.containers[0].ports[0].name", "FieldValueInvalid",
+       'Invalid value: "-a--b": must not contain consecutive hyphens'),
+      ("spec.containers[0].ports[0].name", "FieldValueInvalid",
+       'Invalid value: "-a--b": must not begin or end with a hyphen')]),
+    (_ports({"containerPort": 0}),
+     [("spec.containers[0].ports[0].containerPort", "FieldValueRequired", "Required value")]),
+    (_ports({"name": "x"}),
+     [("spec.containers[0].ports[0].containerPort", "FieldValueRequired", "Required value")]),
+    (_ports({"containerPort": 70000}),
+     [("spec.containers[0].ports[0].containerPort", "FieldValueInvalid",
+       f"Invalid value: 70000: {PORT_RANGE}")]),
+    (_ports({"containerPort": -1, "hostPort": 65536}),
+     [("spec.containers[0].ports[0].containerPort", "FieldValueInvalid",
+       f"Invalid value: -1: {PORT_RANGE}"),
+      ("spec.containers[0].ports[0].hostPort", "FieldValueInvalid",
+       f"Invalid value: 65536: {PORT_RANGE}")]),
+    (_ports({"containerPort": 80, "protocol": "tcp"}),
+     [("spec.containers[0].ports[0].protocol", "FieldValueNotSupported",
+       'Unsupported value: "tcp": supported values: "SCTP", "TCP", "UDP"')]),
+    ({"containers": [{"name": "c", "image": "nginx"}],
+      "initContainers": [{"name": "i", "image": "nginx", "restartPolicy": "Always",
+                          "ports": [{"name": "Web", "containerPort": 5}]}]},
+     [("spec.initContainers[0].ports[0].name", "FieldValueInvalid",
+       f'Invalid value: "Web": {PORT_NAME}')]),
+    ({"containers": [  # per container: its name, image, ports, then a repeated name
+        {"name": "c", "image": "nginx", "ports": [{"name": "Web", "containerPort": 0,
+                                                  "protocol": "x"}]},
+        {"name": "c", "image": "", "ports": [{"name": "w", "containerPort": 1}]}]},
+     [("spec.containers[0].ports[0].name", "FieldValueInvalid",
+       f'Invalid value: "Web": {PORT_NAME}'),
+      ("spec.containers[0].ports[0].containerPort", "FieldValueRequired", "Required value"),
+      ("spec.containers[0].ports[0].protocol", "FieldValueNotSupported",
+       'Unsupported value: "x": supported values: "SCTP", "TCP", "UDP"'),
+      ("spec.containers[1].image", "FieldValueRequired", "Required value"),
+      ("spec.containers[1].name", "FieldValueDuplicate", 'Duplicate value: "c"')]),
+])
+async def test_container_ports_are_checked(ns: Raw, spec: dict[str, Any],
+                                           causes: list[tuple[str, str, str]]) -> None:
+    code, body, _ = await ns.request("POST", PODS, _pod(**spec), dryRun="All")
+    assert code == 422, body
+    assert [(c["field"], c["reason"], c["message"]) for c in body["details"]["causes"]] == causes
+
+
+async def test_a_port_name_may_repeat_across_containers(ns: Raw) -> None:
+    """Only within one container's ports is a name unique (the real server accepts this)."""
+    spec = {"containers": [
+        {"name": "a", "image": "nginx", "ports": [{"name": "web", "containerPort": 1,
+                                                  "protocol": "UDP"}]},
+        {"name": "b", "image": "nginx", "ports": [{"name": "web", "containerPort": 2},
+                                                  {"containerPort": 2}]}]}
+    code, body, _ = await ns.request("POST", PODS, _pod(**spec), dryRun="All")
+    assert code == 201, body

@@ -17,6 +17,7 @@ from slicectl.sim.validation.names import (
     dns1123_label_errors,
     dns1123_subdomain_errors,
     go_len,
+    port_name_errors,
     qualified_name_errors,
 )
 
@@ -30,7 +31,7 @@ def validate_pod(obj: dict[str, Any]) -> list[e.Cause]:
         return [e.required("spec.containers")]
     causes: list[e.Cause] = []
     names: set[str] = set()
-    for i, container in enumerate(containers):
+    for i, container in enumerate(containers):  # validateContainers' order, per container
         path = f"spec.containers[{i}]"
         if not isinstance(container, dict):
             causes.append(e.invalid(path, container, "must be an object"))
@@ -41,11 +42,16 @@ def validate_pod(obj: dict[str, Any]) -> list[e.Cause]:
         else:
             causes.extend(e.invalid(f"{path}.name", name, m)
                           for m in dns1123_label_errors(str(name)))
-            if name in names:
-                causes.append(e.duplicate(f"{path}.name", name))
-            names.add(str(name))
         if not container.get("image"):
             causes.append(e.required(f"{path}.image"))
+        causes.extend(_container_ports(container.get("ports"), f"{path}.ports"))
+        if name and name in names:
+            causes.append(e.duplicate(f"{path}.name", name))
+        names.add(str(name))
+    for i, init in enumerate(spec.get("initContainers") or []):  # validateInitContainers
+        if isinstance(init, dict):
+            causes.extend(_container_ports(init.get("ports"),
+                                           f"spec.initContainers[{i}].ports"))
     node, hostname = spec.get("nodeName"), spec.get("hostname")
     if node:  # validatePodSpec's order: the node, then the hostname
         causes.extend(e.invalid("spec.nodeName", node, m)
@@ -58,6 +64,43 @@ def validate_pod(obj: dict[str, Any]) -> list[e.Cause]:
         if isinstance(image, str) and image != image.strip():
             causes.append(e.invalid(f"spec.containers[{i}].image", image,
                                     "must not have leading or trailing whitespace"))
+    return causes
+
+
+PORT_PROTOCOLS = ["SCTP", "TCP", "UDP"]
+PORT_RANGE = "must be between 1 and 65535, inclusive"
+
+
+def _container_ports(ports: Any, path: str) -> list[e.Cause]:
+    """``validateContainerPorts``: a name (unique within the container) is an IANA_SVC_NAME,
+    ``containerPort`` is required and a port number, as is a ``hostPort`` when set, and the
+    protocol (defaulted to TCP before) is TCP, UDP or SCTP."""
+    causes: list[e.Cause] = []
+    names: set[str] = set()
+    for i, port in enumerate(ports if isinstance(ports, list) else []):
+        if not isinstance(port, dict):
+            continue
+        at = f"{path}[{i}]"
+        name = port.get("name")
+        if isinstance(name, str) and name:
+            errs = port_name_errors(name)
+            causes.extend(e.invalid(f"{at}.name", name, m) for m in errs)
+            if not errs and name in names:
+                causes.append(e.duplicate(f"{at}.name", name))
+            names.add(name)
+        number = port.get("containerPort")
+        if not number:
+            causes.append(e.required(f"{at}.containerPort"))
+        elif isinstance(number, int) and not 0 < number < 65536:
+            causes.append(e.invalid(f"{at}.containerPort", number, PORT_RANGE))
+        host = port.get("hostPort")
+        if host and isinstance(host, int) and not 0 < host < 65536:
+            causes.append(e.invalid(f"{at}.hostPort", host, PORT_RANGE))
+        protocol = port.get("protocol")
+        if not protocol:
+            causes.append(e.required(f"{at}.protocol"))
+        elif protocol not in PORT_PROTOCOLS:
+            causes.append(e.not_supported(f"{at}.protocol", protocol, PORT_PROTOCOLS))
     return causes
 
 
@@ -170,7 +213,7 @@ def default_pod(obj: dict[str, Any]) -> None:
     spec.setdefault("schedulerName", "default-scheduler")
     spec.setdefault("terminationGracePeriodSeconds", 30)
     spec.setdefault("securityContext", {})
-    for container in spec.get("containers") or []:
+    for container in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]:
         if not isinstance(container, dict):
             continue
         image = str(container.get("image") or "")

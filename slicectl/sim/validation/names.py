@@ -121,6 +121,25 @@ def label_value_errors(value: str) -> list[str]:
     return list(_label_value_errors(value))
 
 
+_PORT_NAME_CHARSET = re.compile(r"[-a-z0-9]+")
+
+
+def port_name_errors(value: str) -> list[str]:
+    """``IsValidPortName``: an IANA_SVC_NAME (a named container port)."""
+    errs = []
+    if go_len(value) > 15:
+        errs.append("must be no more than 15 characters")
+    if not _PORT_NAME_CHARSET.fullmatch(value):
+        errs.append("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)")
+    if not any("a" <= c <= "z" for c in value):
+        errs.append("must contain at least one letter (a-z)")
+    if "--" in value:
+        errs.append("must not contain consecutive hyphens")
+    if value.startswith("-") or value.endswith("-"):
+        errs.append("must not begin or end with a hyphen")
+    return errs
+
+
 def go_lower(value: str) -> str:
     """Go's ``strings.ToLower``: one rune for one (Python's ``lower`` makes U+0130 two)."""
     return "".join("i" if c == "\u0130" else c.lower() if len(c.lower()) == 1 else c
