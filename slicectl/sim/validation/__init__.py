@@ -90,6 +90,8 @@ def _validate_kind(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | 
         causes.extend(kinds.validate_pod(obj))
         if old is not None:
             causes.extend(validate_pod_update(obj, old))
+        if subresource == "status":
+            causes.extend(kinds.validate_pod_ips(obj))
     elif key == ("coordination.k8s.io", "Lease"):
         causes.extend(kinds.validate_lease(obj))
     elif key == ("", "Event"):

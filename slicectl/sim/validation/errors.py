@@ -97,5 +97,15 @@ def duplicate(field: str, value: Any) -> Cause:
             "field": field}
 
 
+def duplicate_printed(field: str, printed: str) -> Cause:
+    """A Duplicate cause whose value is already printed as Go prints it (a struct, say)."""
+    return {"reason": "FieldValueDuplicate", "message": f"Duplicate value: {printed}",
+            "field": field}
+
+
+def internal(field: str, detail: str) -> Cause:
+    return {"reason": "InternalError", "message": f"Internal error: {detail}", "field": field}
+
+
 def forbidden(field: str, detail: str) -> Cause:
     return {"reason": "FieldValueForbidden", "message": f"Forbidden: {detail}", "field": field}

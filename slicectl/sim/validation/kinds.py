@@ -10,6 +10,7 @@ as Go's JSON round trip leaves it (:func:`endpointslice_stored_shape`).
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Any
 
 from slicectl.sim.validation import errors as e
@@ -17,6 +18,7 @@ from slicectl.sim.validation.names import (
     dns1123_label_errors,
     dns1123_subdomain_errors,
     go_len,
+    parse_ip_sloppy,
     port_name_errors,
     qualified_name_errors,
 )
@@ -102,6 +104,45 @@ def _container_ports(ports: Any, path: str) -> list[e.Cause]:
         elif protocol not in PORT_PROTOCOLS:
             causes.append(e.not_supported(f"{at}.protocol", protocol, PORT_PROTOCOLS))
     return causes
+
+
+NOT_AN_IP = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
+
+
+def validate_pod_ips(obj: dict[str, Any]) -> list[e.Cause]:
+    """``validatePodIPs`` of a status update: every IP valid (``ParseIPSloppy``), and when
+    there are several, one of each family (an IPv4-mapped IPv6 address is IPv4), none twice.
+    An invalid IP among several also fails the dual-stack check, with its internal error."""
+    status = obj.get("status")
+    entries = status.get("podIPs") if isinstance(status, dict) else None
+    if not isinstance(entries, list):
+        return []
+    ips = [str(p.get("ip") or "") if isinstance(p, dict) else "" for p in entries]
+    parsed = [parse_ip_sloppy(ip) for ip in ips]
+    causes = [e.invalid(f"status.podIPs[{i}]", ip, NOT_AN_IP)
+              for i, (ip, addr) in enumerate(zip(ips, parsed, strict=True)) if addr is None]
+    if len(ips) < 2:
+        return causes
+    bad = next((i for i, addr in enumerate(parsed) if addr is None), None)
+    if bad is not None:
+        causes.append(e.internal("status.podIPs", "failed to check for dual stack with "
+                                 f"error:invalid IP[{bad}]: {ips[bad]}"))
+    v6 = {isinstance(a, ipaddress.IPv6Address) and a.ipv4_mapped is None for a in parsed}
+    if bad is not None or v6 != {True, False} or len(ips) > 2:
+        printed = "[]core.PodIP{" + ", ".join(_go_pod_ip(ip) for ip in ips) + "}"
+        causes.append(e.invalid_printed("status.podIPs", printed,
+                                        "may specify no more than one IP for each IP family"))
+    seen: set[str] = set()
+    for i, ip in enumerate(ips):
+        if ip in seen:
+            causes.append(e.duplicate_printed(f"status.podIPs[{i}]", _go_pod_ip(ip)))
+        seen.add(ip)
+    return causes
+
+
+def _go_pod_ip(ip: str) -> str:
+    """A ``core.PodIP`` as Go's ``%#v`` prints it."""
+    return f"core.PodIP{{IP:{e.go_quote(ip)}}}"
 
 
 def validate_lease(obj: dict[str, Any]) -> list[e.Cause]:
