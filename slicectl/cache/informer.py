@@ -11,9 +11,11 @@ no etcd range read. An informer gets paginated LISTs from then on when the serve
 one), or when ``STREAM_TRIES`` streams in a row end before their end bookmark, whatever ended
 them (a proxy cutting long responses, the server's timeout running out before a list too big
 or ignored, a connection error): a stream cut once is streamed again after a backoff, and
-client-go too falls back to a LIST when a watch-list fails. Paginated LISTs: a consistent first
-LIST (``resourceVersion=0`` would be answered whole, ignoring ``limit``, by v1.32), relists
-``NotOlderThan`` the last synced version (a 410 there: a consistent LIST).
+client-go too falls back to a LIST when a watch-list fails. A request answered with an error
+before any event (a 503 or 429 while the server starts, a 404 while a CRD is replaced) cut
+nothing: it backs off as any failure, and the next list is streamed again. Paginated LISTs:
+a consistent first LIST (``resourceVersion=0`` would be answered whole, ignoring ``limit``, by
+v1.32), relists ``NotOlderThan`` the last synced version (a 410 there: a consistent LIST).
 
 Either way the state is applied as it arrives: each item decoded into a record, its difference
 applied and notified at once, yielding to the event loop every 5 ms, so a relist of 150k pods
@@ -148,8 +150,9 @@ class Informer(Generic[T]):
             if healthy:  # whatever ended it: no streak of failures
                 failures = 0
                 self.stats.consecutive_failures = 0
-            if attempt.streamed and not isinstance(error, _StreamRefused):
-                self._count_stream(attempt.listed)
+            if attempt.streamed and not isinstance(error, _StreamRefused) and not (
+                    isinstance(error, ApiError) and not attempt.streaming):
+                self._count_stream(attempt.listed)  # an error answer, nothing streamed: no cut
             if error is not None:
                 delay = self._recover(error, failures)
             elif healthy:
@@ -333,7 +336,7 @@ class Informer(Generic[T]):
         events = self.stats.events
         async with contextlib.aclosing(stream):
             if rv is None:
-                attempt.listed = await self._stream_list(stream)
+                attempt.listed = await self._stream_list(stream, attempt)
                 if not attempt.listed:
                     return
             attempt.watching = time.monotonic()
@@ -346,7 +349,7 @@ class Informer(Generic[T]):
                         version := meta.get("resourceVersion")):
                     self._rv = str(version)
 
-    async def _stream_list(self, stream: AsyncIterator[WatchEvent]) -> bool:
+    async def _stream_list(self, stream: AsyncIterator[WatchEvent], attempt: _Attempt) -> bool:
         """The initial events of a streamed list, applied as a list is; True once its end
         bookmark came (the store is then synced to it), False if the stream ended first."""
         resync = _Resync(time.monotonic())  # the request goes out at the first event asked for
@@ -354,7 +357,7 @@ class Informer(Generic[T]):
         got_events = False
         try:
             async for kind, obj in stream:
-                got_events = True
+                got_events = attempt.streaming = True
                 events[kind] = events.get(kind, 0) + 1
                 if kind == "BOOKMARK":
                     meta = obj.get("metadata")
@@ -446,6 +449,7 @@ class _Attempt:
     ended it."""
 
     streamed: bool  # its list was asked for as a stream
+    streaming: bool = False  # ... and an event of it came (the request was not refused)
     listed: bool = False  # a streamed list's end bookmark came
     watching: float | None = None  # time.monotonic() when the watch proper was requested
     events: bool = False  # the watch proper delivered an event (a bookmark too)

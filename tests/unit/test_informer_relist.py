@@ -15,7 +15,7 @@ from slicectl.cache.handlers import FanOut
 from slicectl.cache.informer import Informer
 from slicectl.kube.answers import Answers
 from slicectl.kube.client import MAX_RETRY_AFTER, ListPage
-from slicectl.kube.errors import Gone, Invalid, ServerError, TooManyRequests
+from slicectl.kube.errors import Gone, Invalid, NotFound, ServerError, TooManyRequests
 from slicectl.kube.resources import PODS
 from slicectl.kube.watch import WatchEvent
 from slicectl.model.parse import parse_pod
@@ -246,6 +246,43 @@ async def test_streams_cut_short_twice_in_a_row_get_paginated_lists(
     assert client.watch_versions == ["stream", "stream", "2"] and client.list_calls == 1
     assert inf.synced.is_set() and sorted(inf.store.keys()) == ["ns/a", "ns/b"]
     assert inf.stats.failures == 2, "each cut stream backed off"
+
+
+class AnsweredWithErrors(ScriptedClient):
+    """Its first ``refusals`` streamed lists are answered with ``error`` (an HTTP status, no
+    event streamed), as a real API server answers while it starts (503, 429) or while the
+    resource is not served (404)."""
+
+    def __init__(self, *args: Any, refusals: int, error: Exception, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self.refusals, self.error = refusals, error
+
+    async def watch(self, *args: Any, resource_version: str,
+                    send_initial_events: bool = False, **kw: Any) -> AsyncIterator[Any]:
+        if send_initial_events and self.refusals:
+            self.refusals -= 1
+            self.watch_versions.append("refused")
+            raise self.error
+        async for event in super().watch(*args, resource_version=resource_version,
+                                         send_initial_events=send_initial_events, **kw):
+            yield event
+
+
+@pytest.mark.parametrize("error", [
+    ServerError(503, "ServiceUnavailable", "the request has been made before all known HTTP "
+                "paths have been installed"),
+    TooManyRequests(429, "TooManyRequests", "storage is (re)initializing", retry_after=0.01),
+    NotFound(404, "NotFound", "the server could not find the requested resource"),
+], ids=["503", "429", "404"])
+async def test_streamed_lists_answered_with_errors_are_not_cut_streams(
+        error: Exception) -> None:
+    """An API server answering errors for a few seconds (a restart, a CRD being replaced)
+    cut no stream: once it answers again, lists are still streamed, not paginated for good."""
+    client = AnsweredWithErrors([([raw("a", "1")], "1")], [], streaming=True, refusals=3,
+                                error=error)
+    inf = await run_until_idle(client, Recorder())
+    assert client.watch_versions == ["refused"] * 3 + ["stream"] and client.list_calls == 0
+    assert inf.stats.streamed_lists == 1 and inf.synced.is_set()
 
 
 async def test_a_server_ignoring_initial_events_gets_paginated_lists() -> None:
