@@ -100,6 +100,10 @@ class Subscriber(Protocol):
         """It holds an event at or before ``rv`` that its stream can send now."""
         ...
 
+    def end(self) -> None:
+        """End after what is queued: the resource is gone."""
+        ...
+
 
 class Bucket:
     """Everything stored for one group/resource."""
@@ -159,7 +163,10 @@ class Store:
         return bucket
 
     def drop_bucket(self, rt: ResourceType) -> None:
-        self.buckets.pop(storage_key(rt), None)
+        """Forget a resource (its CRD is gone); its watches end after their queued events."""
+        bucket = self.buckets.pop(storage_key(rt), None)
+        for watcher in list(bucket.watchers if bucket is not None else ()):
+            watcher.end()
 
     def get(self, rt: ResourceType, namespace: str, name: str) -> Obj | None:
         return self.bucket(rt).objects.get(object_key(namespace, name))

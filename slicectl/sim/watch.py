@@ -56,6 +56,7 @@ class Watcher:
         self.buffer: list[bytes] = []
         self.wake = asyncio.Event()
         self.closed = False
+        self.ending = False  # the resource is gone: end the stream once the buffer is sent
         self.stalled_until = 0.0
         self.capacity = capacity  # live events it may lag behind by (0: unbounded)
         self.budget = budget or TimeBudget()
@@ -152,6 +153,12 @@ class Watcher:
 
     def close(self) -> None:
         self.closed = True
+        self.wake.set()
+
+    def end(self) -> None:
+        """End the stream after what is queued, as the cacher's watchers end when the storage
+        of their resource is destroyed (its CRD deleted)."""
+        self.ending = True
         self.wake.set()
 
     def stall(self, seconds: float) -> None:
@@ -271,9 +278,9 @@ async def stream(request: web.Request, store: Store, watcher: Watcher, finished:
             if watcher.stalled_until > now and not watcher.closed and now < deadline:
                 await _wait(watcher, min(watcher.stalled_until, deadline) - now)
                 continue
-            if watcher.closed or (now >= deadline and not watcher.buffer):
+            if watcher.closed or ((now >= deadline or watcher.ending) and not watcher.buffer):
                 break
-            if bookmarks and now >= next_bookmark:
+            if bookmarks and now >= next_bookmark and not watcher.ending:
                 watcher.buffer.append(bookmark(watcher.rt, store.rv, False, watcher.meta_only))
                 next_bookmark = next_bookmark_after(now)
             if watcher.buffer:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from tests.sim.conftest import Raw
@@ -109,3 +110,27 @@ async def test_a_default_must_validate_against_its_own_schema(raw: Raw) -> None:
                 {"rule": "self < 10"}]}}
     code, body, _ = await raw.request("POST", CRDS, with_spec(good), dryRun="All")
     assert code == 201, body
+
+
+async def test_deleting_the_crd_ends_the_watches_of_its_resources(raw: Raw) -> None:
+    """On a real kube-apiserver v1.32.6 (2026-11-28) a watch of the custom resources ended a
+    second after their CRD's deletion, its custom resources' DELETED events sent first (the
+    CRD's storage, and its watch cache, are torn down); it stayed open here, sending bookmarks
+    of a resource that no longer existed until its timeout."""
+    await raw.request("POST", CRDS, crd())
+    _, created, _ = await raw.request("POST", WIDGETS, widget("w"))
+    rv = created["metadata"]["resourceVersion"]
+
+    async def delete_crd() -> None:
+        await asyncio.sleep(0.3)
+        code, _, _ = await raw.request("DELETE", CRDS + "/widgets.example.com")
+        assert code == 200
+
+    deleting = asyncio.create_task(delete_crd())
+    # the stream must end by itself: watch_lines gives up (fails) after 10 s, long before
+    # the watch's own timeout
+    events = await raw.watch_lines(WIDGETS, 1000, resourceVersion=rv, allowWatchBookmarks=True,
+                                   timeoutSeconds=300)
+    await deleting
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in events
+            if e["type"] != "BOOKMARK"] == [("DELETED", "w")]
