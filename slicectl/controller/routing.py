@@ -49,7 +49,14 @@ from slicectl.cache.store import PodStore
 from slicectl.controller.queue import WorkQueue
 from slicectl.controller.tracker import SliceTracker
 from slicectl.model.apis import SELECTOR_APIS
-from slicectl.model.records import NodeRecord, PodRecord, SelectorRecord, SelectorRef, SliceRecord
+from slicectl.model.records import (
+    TERMINAL_PHASES,
+    NodeRecord,
+    PodRecord,
+    SelectorRecord,
+    SelectorRef,
+    SliceRecord,
+)
 from slicectl.model.timefmt import parse_rfc3339
 
 # Syncs caused by someone else's slice changes start at most once per this many seconds per
@@ -321,4 +328,5 @@ def _removes(old: PodRecord, new: PodRecord) -> bool:
     if not old.pod_ips:
         return False  # it listed nothing before: an update can only add
     return (new.pod_ips != old.pod_ips or new.terminating or old.labels != new.labels
-            or (old.ready and not new.ready))
+            or (old.ready and not new.ready)
+            or (new.phase in TERMINAL_PHASES and old.phase not in TERMINAL_PHASES))

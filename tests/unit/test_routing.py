@@ -271,3 +271,20 @@ async def test_only_changes_that_can_remove_an_endpoint_are_marked_removals() ->
     r.queue.done(key)
     r.pod_deleted(unready)
     assert r.queue._edges[key].removal, "a deletion removes"
+
+
+async def test_a_pod_turning_terminal_while_still_ready_is_a_removal() -> None:
+    """Succeeded or Failed takes the endpoint away even when Ready is still True in that update
+    (a kubelet may write the phase first): no window grown for additions may hold it."""
+    r = router()
+    web = make_selector("web")
+    r.selector_added(web)
+    key = record_key(web)
+    running = replace(make_pod("p1", "10.0.0.1", labels={"app": "web"}), phase="Running")
+    r.pod_added(running)
+    await r.queue.get()
+    r.queue.done(key)
+    done = replace(running, phase="Succeeded", resource_version="2")
+    assert done.ready, "the case: Ready is still True"
+    r.pod_updated(running, done)
+    assert r.queue._edges[key].removal
