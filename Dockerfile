@@ -1,9 +1,10 @@
 # slicectl controller image.
 #
 # Stage 1 builds the project's wheel and installs it, with its runtime dependencies only (no
-# [dev] extras), into a virtualenv at /opt/venv. Stage 2 is the same slim Python base with just
-# that venv: no compilers, no pip cache, no sources. Both stages use the same base image and the
-# same venv path, so the venv's interpreter symlinks stay valid when copied.
+# [dev] extras, at the versions constraints.txt pins: what CI tested), into a virtualenv at
+# /opt/venv. Stage 2 is the same slim Python base with just that venv: no compilers, no pip
+# cache, no sources. Both stages use the same base image and the same venv path, so the venv's
+# interpreter symlinks stay valid when copied.
 #
 # The runtime runs as uid/gid 65532 (non-root) and writes nothing to its root filesystem: bytecode
 # is compiled at build time and PYTHONDONTWRITEBYTECODE stops any write at run time, so it works
@@ -15,12 +16,12 @@ ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
 RUN python -m venv /opt/venv
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md constraints.txt ./
 COPY slicectl ./slicectl
 # slicectl/crds/ links to the chart's CRD, the single source of truth: bring the target along.
 COPY charts/slicectl/crds ./charts/slicectl/crds
 RUN /opt/venv/bin/pip wheel --no-deps --wheel-dir /wheels . \
- && /opt/venv/bin/pip install --compile /wheels/*.whl \
+ && /opt/venv/bin/pip install --compile --constraint constraints.txt /wheels/*.whl \
  && /opt/venv/bin/pip uninstall --yes pip setuptools \
  && /opt/venv/bin/slicectl --help > /dev/null
 

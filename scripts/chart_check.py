@@ -218,7 +218,7 @@ def check_wheel_install() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         context = Path(tmp) / "context"  # the files the Dockerfile copies, nothing else
         context.mkdir()
-        for name in ("pyproject.toml", "README.md"):
+        for name in ("pyproject.toml", "README.md", "constraints.txt"):
             shutil.copy2(REPO / name, context / name)
         shutil.copytree(REPO / "slicectl", context / "slicectl", symlinks=True,
                         ignore=shutil.ignore_patterns("__pycache__"))
@@ -251,11 +251,14 @@ def check_wheel_install() -> None:
                 "install",
                 "--quiet",
                 "--disable-pip-version-check",
+                "--constraint",
+                context / "constraints.txt",
                 wheel,
             ],
             timeout=480,
         )
-        print("  ok  installed into a fresh venv (runtime dependencies only)")
+        print("  ok  installed into a fresh venv (runtime dependencies only, pinned)")
+        _check_pinned(env_dir / "bin" / "python", context / "constraints.txt")
         dev = subprocess.run(
             [env_dir / "bin" / "python", "-m", "pip", "show", "--quiet", "pytest"],
             capture_output=True,
@@ -273,6 +276,28 @@ def check_wheel_install() -> None:
         if int(crd.strip() or 0) == 0:
             raise CheckFailed("the wheel does not carry the EndpointSelector CRD")
         print("  ok  the installed wheel carries the EndpointSelector CRD")
+
+
+def _canonical(name: str) -> str:
+    return name.lower().replace("_", "-").replace(".", "-")
+
+
+def _check_pinned(python: Path, constraints: Path) -> None:
+    """Every distribution the image installs is pinned in constraints.txt, at that version: an
+    unpinned one would float to whatever is newest on build day."""
+    pins = {}
+    for line in constraints.read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, _, version = line.partition("==")
+            pins[_canonical(name.strip())] = version.strip()
+    frozen = _run([python, "-m", "pip", "list", "--format=freeze", "--disable-pip-version-check",
+                   "--exclude", "pip", "--exclude", "setuptools", "--exclude", "slicectl"])
+    for line in frozen.splitlines():
+        name, _, version = line.partition("==")
+        if pins.get(_canonical(name)) != version:
+            raise CheckFailed(f"the image would install {line}, which constraints.txt does not"
+                              " pin (run scripts/pin_image_deps.py)")
+    print(f"  ok  all {len(frozen.splitlines())} runtime dependencies at constraints.txt's pins")
 
 
 def main() -> int:
