@@ -15,8 +15,6 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-import pytest
-
 from slicectl.controller.controller import Controller, ControllerConfig, cancel_quietly
 from slicectl.kube.client import KubeClient
 from slicectl.kube.resources import PODS
@@ -110,7 +108,6 @@ async def test_a_takeover_stamps_what_the_last_leader_left_unpublished(cluster: 
             await cancel_quietly(takeover)
 
 
-@pytest.mark.embedded_only(reason="waits for the garbage collector of every deleted selector")
 async def test_standing_by_keeps_nothing_of_selectors_created_and_deleted(
     cluster: Cluster,
 ) -> None:
