@@ -46,7 +46,7 @@ from slicectl.controller.queue import ShutDown, WorkQueue
 from slicectl.controller.routing import Router
 from slicectl.controller.sync import StaleCache, Syncer, SyncResult
 from slicectl.controller.tracker import SliceTracker
-from slicectl.controller.writer import SliceWriter
+from slicectl.controller.writer import SliceWriter, WriteResult
 from slicectl.election.gate import NotLeading, WriteGate, as_gate, guard_for
 from slicectl.kube.client import KubeClient
 from slicectl.kube.errors import ApiError, NotFound
@@ -364,8 +364,9 @@ class Controller:
     async def _process(self, key: str, trigger: float | None) -> None:
         started = time.monotonic()
         result_name = "success"
+        writes = WriteResult()  # filled as writes land, whatever the sync does next
         try:
-            result = await self.syncer.sync(key, trigger)
+            result = await self.syncer.sync(key, trigger, writes)
         except asyncio.CancelledError:
             self.queue.add(key, changed_at=trigger)  # not done: keep it for the next leader
             raise
@@ -394,20 +395,26 @@ class Controller:
             self._initial_progress(key)
             if result.retry_after is not None:
                 self.queue.add(key, result.retry_after)
-            self._record(key, result, trigger)
+            self._record(key, result)
         finally:
             if self.metrics is not None:
                 self.metrics.observe_sync(result_name, time.monotonic() - started)
+                self._count_writes(writes, trigger)
 
-    def _record(self, key: str, result: SyncResult, trigger: float | None) -> None:
-        if self.metrics is None:
-            return
+    def _count_writes(self, writes: WriteResult, trigger: float | None) -> None:
+        """Count every acknowledged write, also those of a sync that then failed (upstream
+        counts ``changes`` per write as it lands)."""
+        assert self.metrics is not None
         age = time.time() - trigger if trigger is not None else None
-        for op, n in (("create", len(result.writes.created)),
-                      ("update", len(result.writes.updated)),
-                      ("delete", len(result.writes.deleted))):
+        for op, n in (("create", len(writes.created)), ("update", len(writes.updated)),
+                      ("delete", len(writes.deleted))):
             for _ in range(n):
                 self.metrics.slice_write(op, age)
+
+    def _record(self, key: str, result: SyncResult) -> None:
+        """The upstream per-sync figures and slice gauges of a sync that completed."""
+        if self.metrics is None:
+            return
         if result.plan is None:
             if self._slice_counts is not None and self.router.selectors.get(key) is None:
                 self._slice_counts.delete(key)

@@ -239,14 +239,21 @@ class Syncer:
             return None
         return replace(sel, selector=_NOTHING, ip_families=(), ports=(), error=None), ()
 
-    async def sync(self, key: str, trigger: float | None) -> SyncResult:
+    async def sync(
+        self, key: str, trigger: float | None, writes: WriteResult | None = None
+    ) -> SyncResult:
+        """Sync ``key``; the writes that land go into ``writes`` as they are acknowledged, so
+        a caller sees them also when the sync then fails, is cancelled or loses the gate."""
         token = Prepaid()
         try:
-            return await self._sync(key, trigger, token)
+            return await self._sync(
+                key, trigger, token, writes if writes is not None else WriteResult())
         finally:
             self._writer.refund(token)  # taken for a write that did not happen
 
-    async def _sync(self, key: str, trigger: float | None, token: Prepaid) -> SyncResult:
+    async def _sync(
+        self, key: str, trigger: float | None, token: Prepaid, result: WriteResult
+    ) -> SyncResult:
         started = self._clock()
         sel = self._in.selector(key)
         if sel is None:
@@ -289,11 +296,10 @@ class Syncer:
             # then, from the caches of that moment, so the write carries every change that
             # came meanwhile instead of leaving them to the next sync, a window later.
             await asyncio.sleep(wait)
-            return replace(await self._sync(key, trigger, token), throttled=True)
+            return replace(await self._sync(key, trigger, token, result), throttled=True)
         if sel.error is not None:
             self._warn(sel, REASON_INVALID_SPEC, sel.error)
         trigger_time = rfc3339_nano(trigger) if trigger is not None else None
-        result = WriteResult()
         try:
             if not the_plan.empty:
                 await self._writer.apply(key, spec, the_plan, trigger_time, result, token)

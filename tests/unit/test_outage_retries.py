@@ -55,7 +55,7 @@ class _Syncer:
     def __init__(self, cause: BaseException) -> None:
         self.cause = cause
 
-    async def sync(self, key: str, trigger: float | None) -> Any:
+    async def sync(self, key: str, trigger: float | None, writes: Any = None) -> Any:
         raise _failure(self.cause)
 
 

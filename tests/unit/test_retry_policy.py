@@ -27,7 +27,7 @@ class _Failing:
     def __init__(self) -> None:
         self.calls = 0
 
-    async def sync(self, key: str, trigger: float | None) -> Any:
+    async def sync(self, key: str, trigger: float | None, writes: Any = None) -> Any:
         self.calls += 1
         raise SyncFailed("500 InternalError: injected", progress=True)
 
