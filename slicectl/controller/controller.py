@@ -43,7 +43,7 @@ from slicectl.controller.batching import STREAM_MAX_WINDOW
 from slicectl.controller.outage import OutageRetries
 from slicectl.controller.publish import StatusPublisher
 from slicectl.controller.queue import ShutDown, WorkQueue
-from slicectl.controller.routing import Router
+from slicectl.controller.routing import Router, record_key
 from slicectl.controller.sync import StaleCache, Syncer, SyncResult
 from slicectl.controller.tracker import SliceTracker
 from slicectl.controller.writer import SliceWriter, WriteResult
@@ -436,8 +436,7 @@ class Controller:
             self.metrics.status_write()
 
     def _warn(self, sel: SelectorRecord, reason: str, note: str) -> None:
-        log.warning("selector problem", selector=f"{sel.namespace}/{sel.name}", reason=reason,
-                    note=note)
+        log.warning("selector problem", selector=record_key(sel), reason=reason, note=note)
         if self.events is not None:
             self.events.event(selector_reference(sel), "Warning", reason, note)
 

@@ -10,13 +10,18 @@ import dataclasses
 
 import aiohttp
 import pytest
+import structlog
 from prometheus_client.parser import text_string_to_metric_families
 
+from slicectl.cli.run import RunOptions
+from slicectl.controller.routing import selector_key
 from slicectl.kube.errors import ServerError
+from slicectl.model.apis import SLICECTL
 from tests.integration.client_faults import ClientFaults, matches
 from tests.integration.conftest import Cluster
 from tests.integration.support import (
     ESEL,
+    Running,
     create_pod,
     ensure_node,
     options,
@@ -40,12 +45,11 @@ async def scrape(port: int | None) -> Samples:
             for family in text_string_to_metric_families(text) for s in family.samples}
 
 
-async def test_writes_of_a_failed_sync_are_counted(
-    cluster: Cluster, monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """A sync whose writes partly landed before one failed still made those changes: upstream
-    counts ``changes`` per acknowledged write, whatever the rest of the sync does."""
-    c = cluster
+async def _three_pods_and_a_create_that_fails(
+    c: Cluster, monkeypatch: pytest.MonkeyPatch,
+) -> tuple[list[int], RunOptions]:
+    """Three pods for one-endpoint slices, the second create of which fails once (500); the
+    POSTs counted, and the options of a controller that serves /metrics."""
     await ensure_node(c.client, "node-a", "zone-a")
     for i in range(3):
         await create_pod(c.client, c.namespace, f"web-{i}", f"10.61.0.{i + 1}", {"app": "web"})
@@ -62,14 +66,27 @@ async def test_writes_of_a_failed_sync_are_counted(
     opts = dataclasses.replace(
         options(c.kubeconfig, c.namespace, max_endpoints_per_slice=1),
         metrics_bind_address="127.0.0.1:0")
+    return posts, opts
+
+
+async def _served_after_the_failure(c: Cluster, run: Running) -> None:
+    async def served() -> bool:
+        slices = await slices_of(c.client, c.namespace, "web")
+        return len(slices) == 3 and run.controller.idle()
+
+    await wait_until(served, what="3 one-endpoint slices after a failed create")
+
+
+async def test_writes_of_a_failed_sync_are_counted(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A sync whose writes partly landed before one failed still made those changes: upstream
+    counts ``changes`` per acknowledged write, whatever the rest of the sync does."""
+    c = cluster
+    posts, opts = await _three_pods_and_a_create_that_fails(c, monkeypatch)
     async with running_controller(opts) as run:
         await c.client.create(ESEL, selector_body("web", {"app": "web"}), c.namespace)
-
-        async def served() -> bool:
-            slices = await slices_of(c.client, c.namespace, "web")
-            return len(slices) == 3 and run.controller.idle()
-
-        await wait_until(served, what="3 one-endpoint slices after a failed create")
+        await _served_after_the_failure(c, run)
         got = await scrape(run.health.metrics_port)
     assert posts[0] >= 4, "the failed create was not retried"
     created = got[("endpoint_slice_controller_changes_total", (("operation", "create"),))]
@@ -79,3 +96,19 @@ async def test_writes_of_a_failed_sync_are_counted(
     assert created == acknowledged, "creates acknowledged in a failed sync were not counted"
     assert got[("endpoint_slice_controller_syncs_total", (("result", "error"),))] == 1
     assert got[("slicectl_trigger_to_write_seconds_count", ())] == 3
+
+
+async def test_every_line_about_a_selector_names_it_the_same_way(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An operator filters the logs by ``selector``: the Warning behind a failed sync must
+    carry the same value as the "sync failed" and "synced" lines of that selector."""
+    c = cluster
+    _, opts = await _three_pods_and_a_create_that_fails(c, monkeypatch)
+    with structlog.testing.capture_logs() as logs:
+        async with running_controller(opts) as run:
+            await c.client.create(ESEL, selector_body("web", {"app": "web"}), c.namespace)
+            await _served_after_the_failure(c, run)
+    named = {line["event"]: line["selector"] for line in logs if "selector" in line}
+    assert {"selector problem", "sync failed", "synced"} <= named.keys()
+    assert set(named.values()) == {selector_key(SLICECTL, c.namespace, "web")}, named
