@@ -37,6 +37,9 @@ SUBSYSTEM: Final = "endpoint_slice_controller"
 
 # metrics.ExponentialBuckets(2, 2, 15): 2, 4, ..., 32768.
 PER_SYNC_BUCKETS: Final = tuple(2.0 * 2**i for i in range(15))
+# client_golang's DefBuckets, what an upstream histogram declared without buckets gets
+# (prometheus_client's default differs: it adds 0.075, 0.75 and 7.5).
+GO_DEFAULT_BUCKETS: Final = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 # Latencies from sub-millisecond cache hits to a minutes-long backoff.
 LATENCY_BUCKETS: Final = (
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
@@ -79,7 +82,7 @@ class Metrics:
         self.slices_changed = Histogram(
             f"{es}_endpointslices_changed_per_sync",
             "Number of EndpointSlices changed on each Service sync",
-            ["topology", "traffic_distribution"], registry=r)
+            ["topology", "traffic_distribution"], buckets=GO_DEFAULT_BUCKETS, registry=r)
         self.syncs = Counter(
             f"{es}_syncs", "Number of EndpointSlice syncs", ["result"], registry=r)
 

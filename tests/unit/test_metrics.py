@@ -144,3 +144,14 @@ def test_slice_counts_follow_upstream_desired_slices() -> None:
     assert s[("endpoint_slice_controller_endpoints_desired", ())] == 100
     assert s[("endpoint_slice_controller_num_endpoint_slices", ())] == 1
     assert s[("endpoint_slice_controller_desired_endpoint_slices", ())] == 1
+
+
+def test_slices_changed_per_sync_has_the_go_client_default_buckets() -> None:
+    """Upstream declares the histogram without buckets, so it has client_golang's DefBuckets;
+    prometheus_client's own default has three more (0.075, 0.75, 7.5)."""
+    m = Metrics()
+    m.observe_reconcile(added=0, removed=0, slices_changed=1)
+    bounds = [dict(labels)["le"] for name, labels in samples(m)
+              if name == "endpoint_slice_controller_endpointslices_changed_per_sync_bucket"]
+    assert bounds == ["0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1.0", "2.5",
+                      "5.0", "10.0", "+Inf"]
