@@ -34,7 +34,7 @@ _SECRET_KEY = re.compile(
 )
 _BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]+")
 # Noisy libraries kept at WARNING unless the user asked for DEBUG.
-_QUIET_LOGGERS = ("aiohttp.access", "asyncio", "kubernetes_asyncio")
+QUIET_LOGGERS = ("aiohttp.access", "asyncio", "kubernetes_asyncio")
 
 
 def _scrub(value: Any) -> Any:
@@ -113,8 +113,9 @@ def configure_logging(
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(numeric)
-    for name in _QUIET_LOGGERS:
-        logging.getLogger(name).setLevel(max(numeric, logging.WARNING))
+    quiet = numeric if numeric <= logging.DEBUG else max(numeric, logging.WARNING)
+    for name in QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(quiet)
     structlog.configure(
         processors=[
             structlog.stdlib.filter_by_level,

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 import pytest
 import structlog
 
-from slicectl.obs.logging import REDACTED, LogFormat, configure_logging
+from slicectl.obs.logging import QUIET_LOGGERS, REDACTED, LogFormat, configure_logging
 
 
 @contextmanager
@@ -20,12 +20,15 @@ def captured(level: str, fmt: LogFormat) -> Iterator[io.StringIO]:
     buf = io.StringIO()
     root = logging.getLogger()
     saved = (list(root.handlers), root.level)
+    libraries = {name: logging.getLogger(name).level for name in QUIET_LOGGERS}
     try:
         configure_logging(level, fmt, stream=buf)
         yield buf
     finally:
         root.handlers[:] = saved[0]
         root.setLevel(saved[1])
+        for name, was in libraries.items():
+            logging.getLogger(name).setLevel(was)
         structlog.reset_defaults()
 
 
@@ -91,3 +94,13 @@ def test_console_format_is_not_json() -> None:
     assert "hello" in text and "hunter2" not in text and REDACTED in text
     assert "hidden" not in text
     assert not text.lstrip().startswith("{")
+
+
+def test_noisy_libraries_are_quiet_unless_debug_is_asked_for() -> None:
+    """aiohttp, asyncio and kubernetes_asyncio stay at WARNING at the info level, and speak
+    at the debug level: someone who asks for debug logs is chasing a problem down there."""
+    library = logging.getLogger("asyncio")
+    with captured("info", "json"):
+        assert library.getEffectiveLevel() == logging.WARNING
+    with captured("debug", "json"):
+        assert library.getEffectiveLevel() == logging.DEBUG
