@@ -436,9 +436,12 @@ class Controller:
             self.metrics.status_write()
 
     def _warn(self, sel: SelectorRecord, reason: str, note: str) -> None:
-        log.warning("selector problem", selector=record_key(sel), reason=reason, note=note)
-        if self.events is not None:
-            self.events.event(selector_reference(sel), "Warning", reason, note)
+        """A Warning Event, and a log line once per series of the Event: an invalid spec is
+        reported again by every sync, which churn on its pods makes many."""
+        new = (self.events is None
+               or self.events.event(selector_reference(sel), "Warning", reason, note))
+        if new:
+            log.warning("selector problem", selector=record_key(sel), reason=reason, note=note)
 
     def idle(self) -> bool:
         return self.queue.idle()

@@ -15,7 +15,9 @@ Decisions, following client-go's ``tools/events`` broadcaster and its spam filte
   connection errors) are retried by the flush. Kept pending, a rejected Event was re-sent for
   ever and its series never forgotten.
 * Recording is fire-and-forget: :meth:`EventRecorder.event` is synchronous, never raises and
-  never waits for the API; write errors are logged at debug level.
+  never waits for the API; write errors are logged at debug level. It says whether the event
+  was only a repeat of a series, so a caller logs a persistent problem once per series, not
+  once per occurrence.
 * Field limits of the API validation are applied (reason/action 128, note 1024,
   reportingInstance 128, all in UTF-8 bytes as the server counts them; the Event's name at
   most 253 characters however long the regarding object's name) instead of losing the event
@@ -128,16 +130,20 @@ class EventRecorder:
         reason: str,
         note: str,
         action: str = "Reconcile",
-    ) -> None:
-        """Record an event about ``regarding``; returns at once, never raises."""
+    ) -> bool:
+        """Record an event about ``regarding``; returns at once, never raises.
+
+        Returns False when the event only repeats a series (counted into it), so a caller
+        that also logs it can say it once per series rather than on every repeat."""
         try:
-            self._record(regarding, event_type, reason, clip(note, NOTE_LIMIT), action)
+            return self._record(regarding, event_type, reason, clip(note, NOTE_LIMIT), action)
         except Exception:  # an event must never break the caller
             log.debug("recording event failed", exc_info=True)
+            return True
 
     def _record(
         self, regarding: Mapping[str, str], event_type: str, reason: str, note: str, action: str
-    ) -> None:
+    ) -> bool:
         now = self._clock()
         obj = regarding.get("uid") or f"{regarding.get('namespace')}/{regarding.get('name')}"
         key = (obj, event_type, reason, note, action)
@@ -149,15 +155,16 @@ class EventRecorder:
             if now - series.last_written >= self._interval and self._take(obj):
                 self._spawn(self._write(series))
             self._ensure_flusher()
-            return
+            return False
         if not self._take(obj):
             log.debug("event %s about %s dropped by the spam filter", reason, obj)
-            return
+            return True
         series = _Series(body=self._new_body(regarding, event_type, reason, note, action))
         series.last_seen = now
         self._series[key] = series
         self._spawn(self._write(series))
         self._ensure_flusher()
+        return True
 
     def _new_body(
         self, regarding: Mapping[str, str], event_type: str, reason: str, note: str, action: str

@@ -75,10 +75,10 @@ async def test_repeats_become_one_event_with_a_series(api: Cluster) -> None:
     sent = api.requests
     recorder = EventRecorder(api.client, reporting_instance="slicectl-0")
     about = regarding(api.namespace)
-    recorder.event(about, WARNING, "FailedToUpdateEndpointSlices", "conflict")
+    assert recorder.event(about, WARNING, "FailedToUpdateEndpointSlices", "conflict")
     await recorder.flush()  # the Event exists; repeats now go to its series
-    for _ in range(9):
-        recorder.event(about, WARNING, "FailedToUpdateEndpointSlices", "conflict")
+    for _ in range(9):  # each only a repeat: a caller logs the problem once
+        assert not recorder.event(about, WARNING, "FailedToUpdateEndpointSlices", "conflict")
     await recorder.flush()
     assert sent.total(verb="POST", resource="events", code=201) == 1
     assert sent.total(verb="PATCH", resource="events", code=200) == 1  # one per series_interval
@@ -86,7 +86,7 @@ async def test_repeats_become_one_event_with_a_series(api: Cluster) -> None:
     assert ev["series"]["count"] == 10
     assert ev["series"]["lastObservedTime"].endswith("Z")
     # A different note is a different event.
-    recorder.event(about, WARNING, "FailedToUpdateEndpointSlices", "timeout")
+    assert recorder.event(about, WARNING, "FailedToUpdateEndpointSlices", "timeout")
     await recorder.flush()
     assert sent.total(verb="POST", resource="events", code=201) == 2
 

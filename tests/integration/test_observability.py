@@ -27,6 +27,7 @@ from tests.integration.support import (
     options,
     running_controller,
     selector_body,
+    set_ready,
     slices_of,
     wait_until,
 )
@@ -112,3 +113,41 @@ async def test_every_line_about_a_selector_names_it_the_same_way(
     named = {line["event"]: line["selector"] for line in logs if "selector" in line}
     assert {"selector problem", "sync failed", "synced"} <= named.keys()
     assert set(named.values()) == {selector_key(SLICECTL, c.namespace, "web")}, named
+
+
+async def test_an_invalid_spec_is_logged_once_not_on_every_sync(cluster: Cluster) -> None:
+    """An invalid selector is still served (its last valid spec), so every change of its pods
+    syncs it, and each sync reports the spec again: to the Event, which folds the repeats into
+    one series, and to the log, which must not grow a Warning per sync under steady churn."""
+    c = cluster
+    await ensure_node(c.client, "node-a", "zone-a")
+    await create_pod(c.client, c.namespace, "web-0", "10.62.0.1", {"app": "web"})
+    await c.client.create(ESEL, selector_body("web", {"app": "web"}), c.namespace)
+
+    async def served_ready(want: bool) -> None:
+        async def served() -> bool:
+            eps = [ep for s in await slices_of(c.client, c.namespace, "web")
+                   for ep in s.get("endpoints") or []]
+            return bool(eps) and eps[0]["conditions"]["ready"] is want
+
+        await wait_until(served, what=f"ready={want} served")
+
+    with structlog.testing.capture_logs() as logs:
+        async with running_controller(options(c.kubeconfig, c.namespace, batch_period=0.0)):
+            await served_ready(True)
+            # Passes the CRD schema (matchLabels keys are not checked there) but not slicectl.
+            await c.client.patch(ESEL, "web", {"spec": {"selector": {"matchLabels": {
+                "app": "web", "not a valid key!": "x"}}}}, c.namespace, patch_type="merge")
+
+            async def warned() -> bool:
+                return any(line["event"] == "selector problem" for line in logs)
+
+            await wait_until(warned, what="the InvalidSpec warning")
+            for flip in range(6):
+                await set_ready(c.client, c.namespace, "web-0", flip % 2 == 1)
+                await served_ready(flip % 2 == 1)
+    synced = [line for line in logs if line["event"] == "synced"]
+    assert len(synced) >= 6, "every readiness flip was a sync"
+    warnings = [line for line in logs if line["event"] == "selector problem"]
+    assert len(warnings) == 1, f"{len(warnings)} warnings for one invalid spec"
+    assert warnings[0]["reason"] == "InvalidSpec"
