@@ -1,0 +1,137 @@
+"""README.md against the code: the ``slicectl run`` flag table and the metric list.
+
+Readers copy these (a flag's default into a manifest, a metric's name and labels into a
+dashboard), so each test reads the document and checks it against what the code does: a change
+to one without the other fails here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+from typing import Any
+
+from prometheus_client.metrics import MetricWrapperBase
+
+from slicectl.cli.flags import parse_duration
+from slicectl.cli.run import configure
+from slicectl.model.apis import DEFAULT_SELECTOR_API
+from slicectl.obs.metrics import SUBSYSTEM, Metrics
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+# Rows whose default is said in words (where the value comes from), not as a value.
+PROSE_DEFAULTS = {"--kubeconfig", "--context", "--leader-elect-resource-namespace"}
+# Defaults the parser leaves empty and the code fills in.
+CODE_DEFAULTS: dict[str, Any] = {"--selector-api": DEFAULT_SELECTOR_API}
+_DURATION = re.compile(r"(\d+(\.\d+)?(ns|us|ms|s|m|h))+")
+_WORDS: dict[str, Any] = {"true": True, "false": False, "off": False, "all": []}
+
+
+def section(title: str) -> str:
+    """The README section under the ``## title`` heading, up to the next one."""
+    text = README.read_text()
+    start = text.index(f"\n## {title}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start:end if end >= 0 else len(text)]
+
+
+def run_flags() -> dict[str, argparse.Action]:
+    parser = argparse.ArgumentParser()
+    configure(parser)
+    return {opt: action for action in parser._actions for opt in action.option_strings
+            if opt.startswith("--") and opt != "--help"}
+
+
+def table_rows() -> list[tuple[list[str], str]]:
+    """(flags, default cell) of each row of the flag table; ``-renew-deadline`` after
+    ``--leader-elect-lease-duration`` stands for ``--leader-elect-renew-deadline``."""
+    rows = []
+    for line in section("`slicectl run` flags").splitlines():
+        cells = [c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]]
+        if len(cells) != 3 or not cells[0].startswith("`-"):
+            continue
+        names = [span.split()[0] for span in re.findall(r"`([^`]+)`", cells[0])]
+        first = names[0]
+        flags = [first]
+        for short in names[1:]:
+            if short.startswith("--"):
+                flags.append(short)
+            else:
+                cut = short.count("-")
+                flags.append("-".join(first.split("-")[:-cut]) + short)
+        rows.append((flags, cells[1]))
+    return rows
+
+
+def documented_value(text: str) -> tuple[bool, Any]:
+    """(True, value) for a default cell part that states a value; (False, None) for words."""
+    text = re.sub(r"\s*\(.*\)$", "", text).strip().strip("`")
+    if text in _WORDS:
+        return True, _WORDS[text]
+    if _DURATION.fullmatch(text):
+        return True, parse_duration(text)
+    if re.fullmatch(r"\d+(\.\d+)?", text):
+        return True, float(text)
+    if re.fullmatch(r"[\w.:/-]+", text) and " " not in text:
+        return True, text
+    return False, None
+
+
+def test_the_flag_table_lists_every_flag_of_slicectl_run() -> None:
+    documented = [flag for flags, _ in table_rows() for flag in flags]
+    assert len(documented) == len(set(documented))
+    assert set(documented) == set(run_flags())
+
+
+def test_the_flag_table_states_each_default() -> None:
+    actions = run_flags()
+    prose = set()
+    for flags, cell in table_rows():
+        parts = [p.strip() for p in cell.split(",")]
+        if len(parts) != len(flags):
+            prose.update(flags)
+            continue
+        for flag, part in zip(flags, parts, strict=True):
+            stated, value = documented_value(part)
+            if not stated:
+                prose.add(flag)
+                continue
+            default = CODE_DEFAULTS.get(flag, actions[flag].default)
+            assert value == default, f"README says {flag} defaults to {part}, code: {default!r}"
+    assert prose == PROSE_DEFAULTS
+
+
+def documented_metrics() -> dict[str, set[str] | None]:
+    """The metric names of the README's ``/metrics`` item: name -> labels (None: not said).
+    Names starting with ``_`` continue the upstream ``endpoint_slice_controller`` family."""
+    item = section("Observability").split("\n- `/healthz`")[0]
+    found: dict[str, set[str] | None] = {}
+    for name, labels in re.findall(r"`(_?[a-z_]+)(?:\{([a-z_,]+)\})?`", item):
+        if name.startswith("_"):
+            name = SUBSYSTEM + name
+        elif not name.startswith(("slicectl_", SUBSYSTEM)):
+            continue
+        found[name] = set(labels.split(",")) if labels else None
+    return found
+
+
+def exposed_metrics() -> dict[str, set[str]]:
+    """Every metric ``Metrics`` exposes, as it is named on /metrics, with its label names."""
+    metrics = Metrics()
+    out = {}
+    for collector in vars(metrics).values():
+        if isinstance(collector, MetricWrapperBase):
+            suffix = "_total" if collector._type == "counter" else ""
+            out[collector._name + suffix] = set(collector._labelnames)
+    return out
+
+
+def test_the_metric_list_names_every_metric_with_its_labels() -> None:
+    documented = documented_metrics()
+    exposed = exposed_metrics()
+    assert set(documented) == set(exposed)
+    for name, labels in documented.items():
+        if labels is not None:
+            assert labels == exposed[name], name
