@@ -6,6 +6,7 @@ the reason, when it cannot be obtained). The CRD tests need no helm.
 
 from __future__ import annotations
 
+import argparse
 import copy
 import functools
 import importlib.util
@@ -22,6 +23,7 @@ from tests.chart_rbac import CheckFailed, helm_unavailable_reason, rules_of
 
 REPO = Path(__file__).resolve().parent.parent.parent
 CRD = REPO / "charts" / "slicectl" / "crds" / "slicectl.io_endpointselectors.yaml"
+VALUES = REPO / "charts" / "slicectl" / "values.yaml"
 FIXTURES = REPO / "tests" / "fixtures" / "crds"
 ALL_APIS = [
     "slicectl.io/v1alpha1",
@@ -131,33 +133,36 @@ def test_without_leader_election_an_update_never_runs_two_writers() -> None:
     assert "strategy" not in the(render_chart(), "Deployment")["spec"]
 
 
+# A value for every flag the chart has one for, none of them its default.
+EVERY_VALUE: dict[str, Any] = {
+    "namespaces": ["team-a", "team-b"],
+    "selectorApis": ALL_APIS,
+    "maxEndpointsPerSlice": 250,
+    "batchPeriod": "250ms",
+    "maxBatchPeriod": "500ms",
+    "concurrentSyncs": 7,
+    "kubeApiQps": 45,
+    "kubeApiBurst": 90,
+    "managedBy": "other-manager.example.com",
+    "statusUpdatePeriod": "30s",
+    "logLevel": "debug",
+    "logFormat": "console",
+    "leaderElection": {
+        "enabled": True,
+        "leaseDuration": "20s",
+        "renewDeadline": "12s",
+        "retryPeriod": "3s",
+        "resourceNamespace": "kube-system",
+        "resourceName": "my-lease",
+    },
+    "metrics": {"port": 9090},
+    "health": {"port": 9091},
+    "extraArgs": ["--context=unused"],
+}
+
+
 def test_every_flag_value_ends_up_in_args() -> None:
-    values = {
-        "namespaces": ["team-a", "team-b"],
-        "selectorApis": ALL_APIS,
-        "maxEndpointsPerSlice": 250,
-        "batchPeriod": "250ms",
-        "maxBatchPeriod": "500ms",
-        "concurrentSyncs": 7,
-        "kubeApiQps": 45,
-        "kubeApiBurst": 90,
-        "managedBy": "other-manager.example.com",
-        "statusUpdatePeriod": "30s",
-        "logLevel": "debug",
-        "logFormat": "console",
-        "leaderElection": {
-            "enabled": True,
-            "leaseDuration": "20s",
-            "renewDeadline": "12s",
-            "retryPeriod": "3s",
-            "resourceNamespace": "kube-system",
-            "resourceName": "my-lease",
-        },
-        "metrics": {"port": 9090},
-        "health": {"port": 9091},
-        "extraArgs": ["--context=unused"],
-    }
-    assert container(render_chart(values))["args"] == [
+    assert container(render_chart(EVERY_VALUE))["args"] == [
         "--namespace=team-a",
         "--namespace=team-b",
         "--selector-api=slicectl.io/v1alpha1",
@@ -183,6 +188,24 @@ def test_every_flag_value_ends_up_in_args() -> None:
         "--log-format=console",
         "--context=unused",
     ]
+
+
+def test_values_yaml_names_the_flags_it_has_no_value_for() -> None:
+    """values.yaml's opening comment says which ``slicectl run`` flags have no value there
+    (extraArgs only); every other flag has one."""
+    from slicectl.cli.run import configure
+
+    header = re.match(r"(#.*\n)+", VALUES.read_text())
+    assert header is not None
+    said = set(re.findall(r"--[a-z][a-z-]*", header.group(0)))
+    parser = argparse.ArgumentParser()
+    configure(parser)
+    flags = {opt for action in parser._actions for opt in action.option_strings
+             if opt.startswith("--") and opt != "--help"}
+    args = container(render_chart({**EVERY_VALUE, "extraArgs": []}))["args"]
+    with_value = {arg.split("=", 1)[0] for arg in args}
+    assert with_value <= flags
+    assert said == flags - with_value
 
 
 def test_default_args_are_accepted_by_slicectl_run() -> None:
