@@ -70,7 +70,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pod-grace-scale", type=_non_negative, default=1.0,
                         help="multiply pod termination grace periods by this (the built-in "
                              "kubelet removes a deleted pod after its scaled grace period)")
-    parser.add_argument("--inject-latency-ms", type=_non_negative, default=0.0)
+    parser.add_argument("--inject-latency-ms", type=_non_negative, default=0.0, metavar="MS",
+                        help="latency added to every resource request before the server "
+                             "acts on it")
     parser.add_argument("--inject-error-rate", type=_rate, default=0.0,
                         help="fraction of requests answered 500")
     parser.add_argument("--inject-throttle-rate", type=_rate, default=0.0,

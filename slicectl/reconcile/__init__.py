@@ -1,5 +1,5 @@
 """The functional core: selector + pods -> desired endpoints; desired + existing slices -> a plan
-of writes, and the stages it goes out in; plan entries -> API bodies and merge patches; the
+of writes, and the stages it goes out in; plan entries -> API bodies and JSON patches; the
 trigger time of a first sync. Pure, no I/O; imports only model/.
 """
 
