@@ -1,12 +1,14 @@
 """From informer events to queue keys: which selectors an event concerns, and how soon.
 
 Informer handlers must be cheap (they run inline with the watch stream), so each one updates an
-index and adds keys to the queue — no listing, no scanning of every selector:
+index and adds keys to the queue — no listing, no scanning of every selector. Keys are queued
+only while :attr:`Router.active` (this replica's workers run: a leadership term); a standby
+keeps its indexes and queues nothing:
 
 * a **pod** event finds its selectors through the inverted :class:`SelectorIndex` (the same
   lookups keep the selector -> pods index in step), filtered by
   the upstream rule (a pure relabel syncs only the selectors the pod entered or left), and is
-  batched leading-edge over ``--batch-period`` (see :mod:`slicectl.controller.queue`): at once
+  batched leading-edge over ``--batch-period`` (see :mod:`slicectl.controller.batching`): at once
   for a quiet selector, else with the burst;
 * a **selector** event syncs that selector at once. A selector that turns invalid stays indexed
   under its last valid spec (same uid), so pod events keep reaching it and its slices keep
