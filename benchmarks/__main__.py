@@ -1,9 +1,10 @@
 """``python -m benchmarks run --scenario NAME [--kubeconfig FILE] [--quick] --out DIR``.
 
-Scenarios: initial, flap, rollout, scale, big-cluster, or ``all``. Every scenario runs slicectl
-with its defaults, slicectl with ``--batch-period 0`` and the naive baseline, one after the
-other, each in its own process; ``initial``, ``flap`` and ``rollout`` add the
-``--batch-period`` sweep (0, 0.1, 0.25, 0.5, 1 s). The API server is the embedded one in a
+Scenarios: initial, flap, rollout, scale, big-cluster, or ``all``. Every scenario but
+big-cluster (its own measurements: :mod:`benchmarks.big_cluster`) runs slicectl with its
+defaults, slicectl with ``--batch-period 0`` and the naive baseline (``--controllers`` picks
+others), one after the other, each in its own process; ``initial``, ``flap`` and ``rollout``
+add the ``--batch-period`` sweep (0, 0.1, 0.25, 0.5, 1 s). The API server is the embedded one in a
 subprocess unless ``--kubeconfig`` is given. ``DIR`` receives ``results.json``,
 ``results.md``, PNG plots and each controller's log. The exit code is 1 when a run did not
 converge or its slices ended incorrect.
