@@ -3,7 +3,10 @@
 Why: pods, nodes, namespaces, services, leases and events are stored for slicectl and its tests,
 which never depend on the full upstream rules; each kind gets its object-meta rule (namespaces:
 DNS label names, everything else: DNS subdomain) and the few required fields whose absence a
-real server rejects, so a bad fixture fails here as it would on a cluster. Also the
+real server rejects, so a bad fixture fails here as it would on a cluster. Pods get upstream's
+rules for what slicectl reads from them: container names and images, container ports
+(``validateContainerPorts``, init containers' too), ``nodeName``, ``hostname``, and on a status
+write ``status.podIPs`` (``validatePodIPs``), the addresses slicectl publishes. Also the
 EndpointSlice defaults and the shape an admitted EndpointSlice is stored (and read back) in,
 as Go's JSON round trip leaves it (:func:`endpointslice_stored_shape`).
 """
