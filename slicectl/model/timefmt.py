@@ -3,8 +3,9 @@
 * ``metav1.Time`` (condition ``lastTransitionTime``): RFC 3339, UTC, whole seconds.
 * ``metav1.MicroTime`` (Lease ``acquireTime``/``renewTime``, Event ``eventTime`` and
   ``series.lastObservedTime``): exactly six fractional digits; the server rejects other shapes.
-* RFC 3339 with nanosecond width (the ``endpoints.kubernetes.io/last-change-trigger-time``
-  annotation, which Go writes with ``time.RFC3339Nano``).
+* Go's ``time.RFC3339Nano`` (the ``endpoints.kubernetes.io/last-change-trigger-time``
+  annotation, which upstream writes with it): the fraction without trailing zeros, and no
+  fraction at all for a whole second, so a Ready time copied from a pod reads as it does there.
 """
 
 from __future__ import annotations
@@ -27,9 +28,10 @@ def micro_time(now: datetime | None = None) -> str:
 
 
 def rfc3339_nano(timestamp: float) -> str:
-    """A Unix timestamp as RFC 3339 with nanosecond field width, UTC."""
+    """A Unix timestamp as Go's ``time.RFC3339Nano`` writes it, UTC (to the microsecond)."""
     dt = datetime.fromtimestamp(timestamp, UTC)
-    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond:06d}000Z"
+    fraction = f"{dt.microsecond:06d}".rstrip("0")
+    return dt.strftime("%Y-%m-%dT%H:%M:%S") + (f".{fraction}" if fraction else "") + "Z"
 
 
 def parse_rfc3339(text: str | None) -> float | None:

@@ -132,6 +132,10 @@ async def test_a_new_selectors_first_write_carries_its_creation_time(cluster: Cl
         await settle(c, "1 endpoint", lambda s: len(listed(s)) == 1)
         (s,) = await slices_of(c.client, c.namespace, "web")
         assert trigger_of(s) == parse_rfc3339(sel["metadata"]["creationTimestamp"])
+        # Written as Go's time.RFC3339Nano writes it (upstream: ``.UTC().Format(RFC3339Nano)``):
+        # no trailing zeros in the fraction, no fraction at all for a whole second.
+        created = sel["metadata"]["creationTimestamp"]
+        assert s["metadata"]["annotations"][ANNOTATION_TRIGGER_TIME] == created
 
 
 async def test_a_change_while_down_carries_its_ready_time(cluster: Cluster) -> None:
