@@ -193,6 +193,7 @@ class Syncer:
         self._memos: dict[str, EndpointMemo] = {}  # key -> its pods' endpoints, last sync
         self._synced: set[str] = set()  # keys with a completed sync: their changes carry times
         self._wanted: dict[str, dict[str, Any]] = {}  # key -> status the last sync wanted
+        self._submitted: dict[str, dict[str, Any]] = {}  # key -> status last handed to publish
 
     def forget(self, key: str) -> None:
         self._tracker.forget(key)
@@ -201,14 +202,15 @@ class Syncer:
         self._memos.pop(key, None)
         self._synced.discard(key)
         self._wanted.pop(key, None)
+        self._submitted.pop(key, None)
 
     def new_term(self) -> set[str]:
         """A leadership term starts: each selector's next sync is a first sync again (its
         trigger time from the objects: what happened since the last term is another leader's
         doing). Returns the keys this syncer holds anything for, the tracker's included."""
         self._synced.clear()
-        return {*self._memos, *self._wanted, *self._last_status_write, *self._last_change,
-                *self._tracker.keys()}
+        return {*self._memos, *self._wanted, *self._submitted, *self._last_status_write,
+                *self._last_change, *self._tracker.keys()}
 
     def status_expected(self, key: str, status: Mapping[str, Any]) -> bool:
         """Whether ``status`` is what the last sync of ``key`` wanted (our own write seen)."""
@@ -354,8 +356,15 @@ class Syncer:
         if self._status is None or not sel.api.has_status or sel.deleting:
             return None  # a selector being deleted gets no status write: it is going away
         now = self._clock()
+        judged = sel
+        if self._status.pending(key) and key in self._submitted:
+            # Our last status write has not landed: the cache cannot show it yet, so judge
+            # against it, else the same condition goes out twice and new counts skip their
+            # period. Once it landed, the cache is the judge (a later write by someone else
+            # must be put right).
+            judged = replace(sel, status=self._submitted[key])
         decision = decide(
-            sel,
+            judged,
             outcome,
             last_write=self._last_status_write.get(key),
             now=now,
@@ -364,6 +373,7 @@ class Syncer:
         self._wanted[key] = decision.want
         if decision.patch is not None:
             self._status.submit(key, sel, decision.patch)
+            self._submitted[key] = decision.want
             self._last_status_write[key] = now
         return decision.retry_after
 

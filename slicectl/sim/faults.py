@@ -71,7 +71,9 @@ class Faults:
     def __init__(self, store: Store) -> None:
         # before the server acts
         self.latency_ms = 0.0
-        self.resource_latency: dict[str, float] = {}  # resource plural -> extra seconds
+        # extra seconds for one resource ("leases"; its subresources too) or subresource
+        # ("endpointselectors/status", which then wins over its resource's entry)
+        self.resource_latency: dict[str, float] = {}
         # 500 rate for one resource ("pods") or subresource ("endpointselectors/status")
         self.resource_error_rate: dict[str, float] = {}
         self.error_rate = 0.0
@@ -183,8 +185,11 @@ class Faults:
                 _abort(transport)
                 raise errors.internal("injected fault: the API server is restarting")
         delay = self.latency_ms / 1000.0
-        if info is not None:
-            delay += self.resource_latency.get(info.resource, 0.0)
+        if info is not None and self.resource_latency:
+            held = self.resource_latency.get(info.resource, 0.0)
+            if info.subresource:
+                held = self.resource_latency.get(f"{info.resource}/{info.subresource}", held)
+            delay += held
         if delay > 0:
             await asyncio.sleep(delay)
             if transport is not None and transport.is_closing():
