@@ -6,10 +6,12 @@ process-global default registry), so tests and embedded uses can build several s
 Naming decisions:
 
 * The ``endpoint_slice_controller_*`` families keep upstream's names, label sets and buckets
-  (``k8s.io/endpointslice/metrics``). Counters are declared without ``_total``; prometheus_client
-  appends it, so ``changes`` is exposed as ``endpoint_slice_controller_changes_total`` (upstream's
-  current name for that counter). Upstream's Go ``syncs`` counter has no suffix; ours is
-  ``endpoint_slice_controller_syncs_total`` because the Python client always adds it.
+  (``k8s.io/endpointslice/metrics``), except that the Python client appends ``_total`` to every
+  counter's samples: kube-controller-manager exposes ``endpoint_slice_controller_changes`` and
+  ``endpoint_slice_controller_syncs`` (component-base adds no suffix; see the Kubernetes
+  metrics reference), slicectl ``endpoint_slice_controller_changes_total`` and
+  ``endpoint_slice_controller_syncs_total``. A query written for one needs the other's name
+  (README, "Observability").
 * ``_created`` series are switched off: upstream does not expose them and they double the series.
 * The call sites get small methods with plain arguments, so no layer below ``obs`` imports
   prometheus_client; :meth:`Metrics.api_request` and :meth:`Metrics.rate_limited` match the
