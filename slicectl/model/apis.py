@@ -2,7 +2,9 @@
 
 The same spec reaches us through three groups: slicectl's own CRD, the core API proposed by
 KEP-6116 (when a cluster serves it) and the Gateway API experimental ``XEndpointSelector``.
-Whether a flavour has a status subresource is a default here and confirmed by discovery at start.
+Whether slicectl writes a flavour's status is decided here: only slicectl's own has a status
+(KEP-6116 and GEP-4914 define none), and discovery at start can only turn it off (a slicectl CRD
+installed without the status subresource); it never turns it on for the other two.
 """
 
 from __future__ import annotations
