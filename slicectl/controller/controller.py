@@ -186,6 +186,7 @@ class Controller:
         self.initial_sync_done = asyncio.Event()  # every selector known at start synced once
         self._initial_keys: set[str] | None = None
         self._term = 0  # leadership terms begun (run_workers)
+        self._running: dict[str, float] = {}  # key -> time.monotonic() its sync started
         # One per selector API: set once it is listed, or found unserved at the first look.
         self._apis_listed = [asyncio.Event() for _ in config.selector_apis]
 
@@ -279,8 +280,10 @@ class Controller:
                     for _ in range(relists - seen.get(id(inf), 0)):
                         self.metrics.relist(inf.resource_name)
                     seen[id(inf)] = relists
-                self.metrics.set_queue_depth(len(self.queue))
-                self.metrics.set_selectors(len(self.router.selectors))
+                stats = self.queue.stats
+                running = min(self._running.values(), default=None)
+                self.metrics.set_queue(self.queue.due(), stats.adds, stats.retries,
+                                       time.monotonic() - running if running is not None else 0.0)
                 self.metrics.set_cached(len(self.pods), len(self.router.selectors))
             await asyncio.sleep(1.0)
 
@@ -362,7 +365,7 @@ class Controller:
                 self.queue.done(key)
 
     async def _process(self, key: str, trigger: float | None) -> None:
-        started = time.monotonic()
+        started = self._running[key] = time.monotonic()
         result_name = "success"
         writes = WriteResult()  # filled as writes land, whatever the sync does next
         try:
@@ -397,6 +400,7 @@ class Controller:
                 self.queue.add(key, result.retry_after)
             self._record(key, result)
         finally:
+            del self._running[key]
             if self.metrics is not None:
                 self.metrics.observe_sync(result_name, time.monotonic() - started)
                 self._count_writes(writes, trigger)

@@ -275,6 +275,12 @@ class WorkQueue:
     def __len__(self) -> int:
         return len(self._ready_at) + len(self._dirty)
 
+    def due(self) -> int:
+        """Pending keys whose time has come (client-go's queue depth): not those scheduled for
+        later, in a batch window or a backoff, nor those re-added while being processed."""
+        now = self._now()
+        return sum(1 for ready in self._ready_at.values() if ready <= now)
+
     def pending(self, key: str) -> bool:
         return key in self._ready_at or key in self._dirty
 

@@ -63,6 +63,7 @@ class Metrics:
     def __init__(self) -> None:
         disable_created_metrics()  # type: ignore[no-untyped-call]
         self.registry = CollectorRegistry(auto_describe=True)
+        self._followed: dict[int, int] = {}  # id(counter) -> the running total it has reached
         r = self.registry
         es = SUBSYSTEM
         self.endpoints_added = Histogram(
@@ -95,7 +96,22 @@ class Metrics:
             "slicectl_relists", "Full relists after a watch expired (410) or failed",
             ["resource"], registry=r)
         self.queue_depth = Gauge(
-            "slicectl_queue_depth", "Selector keys waiting in the work queue", registry=r)
+            "slicectl_queue_depth",
+            "Selector keys due and waiting for a worker, as client-go's workqueue_depth (keys "
+            "scheduled for later, in a batch window or a retry backoff, are not counted)",
+            registry=r)
+        self.queue_adds = Counter(
+            "slicectl_queue_adds", "Adds of a key to the work queue (client-go's "
+            "workqueue_adds_total)", registry=r)
+        self.queue_retries = Counter(
+            "slicectl_queue_retries", "Failed syncs put back with their backoff (client-go's "
+            "workqueue_retries_total)", registry=r)
+        self.longest_running_sync = Gauge(
+            "slicectl_longest_running_sync_seconds",
+            "How long the longest sync running now has run (client-go's "
+            "workqueue_longest_running_processor_seconds): a sync stuck on the API server "
+            "shows here before it ends",
+            registry=r)
         self.queue_latency = Histogram(
             "slicectl_queue_latency_seconds",
             "Time from a key becoming ready in the queue until a worker picks it up",
@@ -123,8 +139,6 @@ class Metrics:
             "slicectl_leader", "1 while this replica holds the leader Lease, else 0", registry=r)
         self.status_writes = Counter(
             "slicectl_status_writes", "EndpointSelector status writes", registry=r)
-        self.selectors = Gauge(
-            "slicectl_selectors", "EndpointSelectors known to the cache", registry=r)
         self.event_loop_lag = Histogram(
             "slicectl_event_loop_lag_seconds",
             "How late the event loop woke a monitor task that slept a fixed interval",
@@ -185,8 +199,20 @@ class Metrics:
     def relist(self, resource: str) -> None:
         self.relists.labels(resource=resource).inc()
 
-    def set_queue_depth(self, depth: int) -> None:
-        self.queue_depth.set(depth)
+    def set_queue(self, due: int, adds: int, retries: int, longest_running: float) -> None:
+        """The work queue as of now: keys due, the queue's running totals of adds and retries
+        (the counters follow them), and the age of the oldest sync in progress (0 if none)."""
+        self.queue_depth.set(due)
+        self._follow(self.queue_adds, adds)
+        self._follow(self.queue_retries, retries)
+        self.longest_running_sync.set(max(longest_running, 0.0))
+
+    def _follow(self, counter: Counter, total: int) -> None:
+        """Advance ``counter`` to a running total kept elsewhere (it never goes back)."""
+        seen = self._followed.get(id(counter), 0)
+        if total > seen:
+            counter.inc(total - seen)
+            self._followed[id(counter)] = total
 
     def observe_queue_latency(self, seconds: float) -> None:
         self.queue_latency.observe(max(seconds, 0.0))
@@ -197,9 +223,6 @@ class Metrics:
 
     def status_write(self) -> None:
         self.status_writes.inc()
-
-    def set_selectors(self, count: int) -> None:
-        self.selectors.set(count)
 
     def observe_loop_lag(self, seconds: float) -> None:
         self.event_loop_lag.observe(max(seconds, 0.0))

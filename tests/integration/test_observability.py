@@ -6,6 +6,7 @@ controller's own request counts in the same scrape), so they run on a real clust
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 
 import aiohttp
@@ -151,3 +152,44 @@ async def test_an_invalid_spec_is_logged_once_not_on_every_sync(cluster: Cluster
     warnings = [line for line in logs if line["event"] == "selector problem"]
     assert len(warnings) == 1, f"{len(warnings)} warnings for one invalid spec"
     assert warnings[0]["reason"] == "InvalidSpec"
+
+
+async def test_a_sync_stuck_on_the_api_server_shows_before_it_ends(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A create that hangs holds its sync: the longest-running gauge grows while it hangs (an
+    alert can fire before any sync ends), the depth counts no key waiting for its window, and
+    both return to 0 once the write goes through."""
+    c = cluster
+    await ensure_node(c.client, "node-a", "zone-a")
+    await create_pod(c.client, c.namespace, "web-0", "10.62.0.1", {"app": "web"})
+    faults = ClientFaults(monkeypatch)
+    release = asyncio.Event()
+
+    async def hang_creates(method: str, path: str) -> None:
+        if matches(method, path, "POST", "/endpointslices"):
+            await release.wait()
+
+    faults.before.append(hang_creates)
+    opts = dataclasses.replace(options(c.kubeconfig, c.namespace),
+                               metrics_bind_address="127.0.0.1:0")
+    async with running_controller(opts) as run:
+        await c.client.create(ESEL, selector_body("web", {"app": "web"}), c.namespace)
+        port = run.health.metrics_port
+
+        async def stuck() -> bool:
+            got = await scrape(port)
+            return got[("slicectl_longest_running_sync_seconds", ())] >= 1.5
+
+        await wait_until(stuck, what="the hanging sync shown as running for 1.5 s")
+        got = await scrape(port)
+        assert got[("slicectl_queue_adds_total", ())] >= 1
+        release.set()
+
+        async def done() -> bool:
+            got = await scrape(port)
+            return (bool(await slices_of(c.client, c.namespace, "web"))
+                    and got[("slicectl_longest_running_sync_seconds", ())] == 0
+                    and got[("slicectl_queue_depth", ())] == 0)
+
+        await wait_until(done, what="the slice written and the gauges back at 0")

@@ -20,6 +20,9 @@ OWN = {
     "slicectl_watch_events": "counter",
     "slicectl_relists": "counter",
     "slicectl_queue_depth": "gauge",
+    "slicectl_queue_adds": "counter",
+    "slicectl_queue_retries": "counter",
+    "slicectl_longest_running_sync_seconds": "gauge",
     "slicectl_queue_latency_seconds": "histogram",
     "slicectl_sync_duration_seconds": "histogram",
     "slicectl_api_requests": "counter",
@@ -28,7 +31,6 @@ OWN = {
     "slicectl_trigger_to_write_seconds": "histogram",
     "slicectl_leader": "gauge",
     "slicectl_status_writes": "counter",
-    "slicectl_selectors": "gauge",
     "slicectl_event_loop_lag_seconds": "histogram",
     "slicectl_pods_cached": "gauge",
     "slicectl_selectors_cached": "gauge",
@@ -78,11 +80,10 @@ def test_hooks_increment() -> None:
     m.slice_write("delete")
     m.watch_event("pods", "ADDED")
     m.relist("pods")
-    m.set_queue_depth(7)
+    m.set_queue(7, adds=20, retries=2, longest_running=1.5)
     m.observe_queue_latency(0.01)
     m.set_leader(True)
     m.status_write()
-    m.set_selectors(3)
     m.set_cached(150_000, 3)
     s = samples(m)
     api = (("code", "409"), ("resource", "endpointslices"), ("verb", "patch"))
@@ -97,12 +98,27 @@ def test_hooks_increment() -> None:
     assert s[("slicectl_watch_events_total", (("resource", "pods"), ("type", "ADDED")))] == 1
     assert s[("slicectl_relists_total", (("resource", "pods"),))] == 1
     assert s[("slicectl_queue_depth", ())] == 7
+    assert s[("slicectl_queue_adds_total", ())] == 20
+    assert s[("slicectl_queue_retries_total", ())] == 2
+    assert s[("slicectl_longest_running_sync_seconds", ())] == 1.5
     assert s[("slicectl_queue_latency_seconds_count", ())] == 1
     assert s[("slicectl_leader", ())] == 1
     assert s[("slicectl_status_writes_total", ())] == 1
-    assert s[("slicectl_selectors", ())] == 3
     assert s[("slicectl_pods_cached", ())] == 150_000
     assert s[("slicectl_selectors_cached", ())] == 3
+
+
+def test_queue_counters_follow_the_queues_running_totals() -> None:
+    """The queue keeps its own totals; the counters advance to them and never go back."""
+    m = Metrics()
+    m.set_queue(0, adds=5, retries=1, longest_running=0.0)
+    m.set_queue(2, adds=12, retries=1, longest_running=30.0)
+    m.set_queue(0, adds=12, retries=3, longest_running=0.0)
+    s = samples(m)
+    assert s[("slicectl_queue_adds_total", ())] == 12
+    assert s[("slicectl_queue_retries_total", ())] == 3
+    assert s[("slicectl_queue_depth", ())] == 0
+    assert s[("slicectl_longest_running_sync_seconds", ())] == 0
 
 
 def test_rate_limiter_waits_are_observed_per_lane() -> None:

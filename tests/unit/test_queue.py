@@ -34,6 +34,20 @@ async def test_pending_duplicates_collapse() -> None:
     assert len(q) == 0
 
 
+async def test_due_counts_only_keys_whose_time_has_come() -> None:
+    """Depth as client-go's: a key backing off or in a window is scheduled, not waiting."""
+    now = [100.0]
+    q = WorkQueue(clock=lambda: now[0])
+    q.add("ns/now")
+    q.add("ns/later", delay=30.0)
+    q.add("ns/busy")
+    assert (await q.get())[0] == "ns/now"
+    q.add("ns/now")  # re-added while processing: dirty, not due
+    assert len(q) == 3 and q.due() == 1, "only ns/busy is due"
+    now[0] += 31.0
+    assert q.due() == 2
+
+
 async def test_earliest_ready_time_wins_no_sliding_window() -> None:
     q = WorkQueue()
     q.add("k", delay=0.05)
