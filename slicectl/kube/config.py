@@ -19,7 +19,9 @@ from any text built from a server's answer.
 TLS is verified by default. Skipping verification takes an explicit choice, either
 ``insecure_skip_tls_verify`` (``slicectl run --insecure-skip-tls-verify``) or the kubeconfig's
 ``insecure-skip-tls-verify: true``, and each logs a warning: a bearer token sent to an
-unverified server is a token given to whoever answers.
+unverified server is a token given to whoever answers. To a plain ``http://`` server no
+credential is sent at all (with a warning), as client-go reads a kubeconfig user only for a TLS
+server.
 """
 
 from __future__ import annotations
@@ -139,6 +141,10 @@ class Connection:
                          "(insecure-skip-tls-verify: true): anyone on the path can read the token",
                          host=self.host)
         self.ssl: ssl.SSLContext | bool = _ssl_context(configuration, self.host)
+        self._plain_http = not self.host.startswith("https")
+        if self._plain_http:
+            _log.warning("the API server is plain HTTP: no credentials are sent to it "
+                         "(as kubectl)", host=self.host)
         # bumped when a renewal brings a new client certificate: connections made with the
         # old one must go (client-go closes them all), which the client sees by this number
         self.identity = 0
@@ -147,7 +153,10 @@ class Connection:
         return f"Connection(host={self.host!r}, in_cluster={self._in_cluster})"
 
     async def authorization(self) -> str | None:
-        """The ``Authorization`` header value, renewed first if an exec credential expired."""
+        """The ``Authorization`` header value, renewed first if an exec credential expired;
+        None for a plain HTTP server (anyone on the path would read it)."""
+        if self._plain_http:
+            return None
         if self._exec_credential_expired():
             await self.refresh()
         header = await self._header()

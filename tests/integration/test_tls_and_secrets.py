@@ -1,10 +1,11 @@
 """TLS verification is on by default; skipping it is explicit and warned about; the bearer token
-never shows up in logs or error texts, even when a server or proxy echoes it back; a client
-certificate from an exec plugin is renewed once refused.
+never shows up in logs or error texts, even when a server or proxy echoes it back, and is never
+sent over plain HTTP; a client certificate from an exec plugin is renewed once refused.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import datetime
 import ipaddress
@@ -32,6 +33,7 @@ from slicectl.cli.run import options_from_args
 from slicectl.kube.client import KubeClient
 from slicectl.kube.resources import NAMESPACES, PODS
 from slicectl.sim.server import EmbeddedApiServer
+from slicectl.sim.tls import make_certificates, server_context
 
 pytestmark = pytest.mark.embedded_only(
     reason="fault injection: a server that echoes the bearer token back")
@@ -107,8 +109,9 @@ def _warned(logs: list[EventDict], caplog: pytest.LogCaptureFixture) -> bool:
 
 
 @contextlib.asynccontextmanager
-async def echoing_server() -> AsyncIterator[str]:
-    """A broken proxy that echoes the Authorization header back in its error answers."""
+async def echoing_server() -> AsyncIterator[tuple[str, str]]:
+    """A broken proxy that echoes the Authorization header back in its error answers: its
+    HTTPS URL and its CA (certificate-authority-data)."""
 
     async def handler(request: web.Request) -> web.StreamResponse:
         auth = request.headers.get("Authorization", "")
@@ -127,15 +130,24 @@ async def echoing_server() -> AsyncIterator[str]:
                 "reason": "InternalError", "message": f"bad request header Authorization: {auth}"}
         return web.json_response(body, status=500)
 
+    ca_pem, cert_pem, key_pem = make_certificates("127.0.0.1")
+    async with serving(handler, server_context(cert_pem, key_pem)) as url:
+        yield url, base64.b64encode(ca_pem).decode()
+
+
+@contextlib.asynccontextmanager
+async def serving(handler: Any, ssl_context: ssl.SSLContext | None = None
+                  ) -> AsyncIterator[str]:
+    """``handler`` for every path on a free local port: its URL (https with ``ssl_context``)."""
     app = web.Application()
     app.router.add_route("*", "/{tail:.*}", handler)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
+    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=ssl_context)
     await site.start()
     port = runner.addresses[0][1]
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield f"{'https' if ssl_context else 'http'}://127.0.0.1:{port}"
     finally:
         await runner.cleanup()
 
@@ -144,8 +156,8 @@ async def test_the_token_never_appears_in_logs_or_errors(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
 ) -> None:
     texts: list[str] = []
-    async with echoing_server() as url:
-        path = _kubeconfig(tmp_path / "kc", url)
+    async with echoing_server() as (url, ca_data):
+        path = _kubeconfig(tmp_path / "kc", url, ca_data=ca_data)
         with structlog.testing.capture_logs() as logs, caplog.at_level(logging.DEBUG):
             async with await KubeClient.connect(path) as client:
                 texts.append(repr(client))
@@ -169,6 +181,32 @@ async def test_the_token_never_appears_in_logs_or_errors(
     leaked = [t for t in texts if TOKEN in t]
     assert not leaked, f"the bearer token leaked into: {leaked[0][:300]}"
     assert any("REDACTED" in t or "InternalError" in t for t in texts)
+
+
+async def test_no_credential_is_sent_over_plain_http(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """client-go reads a kubeconfig user's credentials only for a TLS server (clientcmd's
+    ``ClientConfig``: "only try to read the auth information if we are secure"), so kubectl
+    never puts a token on the wire in clear text (kubernetes/kubectl#744). Neither may slicectl:
+    anyone on the path of an ``http://`` server would read it."""
+    seen: list[str | None] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        seen.append(request.headers.get("Authorization"))
+        return web.json_response({"kind": "PodList", "apiVersion": "v1",
+                                  "metadata": {"resourceVersion": "1"}, "items": []})
+
+    async with serving(handler) as url:
+        path = _kubeconfig(tmp_path / "kc", url)
+        with structlog.testing.capture_logs() as logs, caplog.at_level(logging.WARNING):
+            async with await KubeClient.connect(path) as client:
+                await client.list(PODS, "default")
+    assert seen, "the request never reached the server"
+    assert seen == [None] * len(seen), "a credential went over plain HTTP"
+    warnings = [str(e) for e in logs if e.get("log_level") == "warning"]
+    warnings += [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert any("plain HTTP" in w for w in warnings), "dropping the credential must be said"
 
 
 def _pki(tmp: Path) -> dict[str, tuple[bytes, bytes]]:

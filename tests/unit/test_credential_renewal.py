@@ -26,7 +26,7 @@ class HeldLoader:
 
 
 async def test_a_renewal_left_by_its_cancelled_waiters_completes_and_the_next_one_runs() -> None:
-    cfg = Configuration(host="http://127.0.0.1:1")
+    cfg = Configuration(host="https://127.0.0.1:1")
     cfg.api_key["BearerToken"] = "Bearer first"
     loader = HeldLoader()
     conn = Connection(cfg, loader, in_cluster=False)
