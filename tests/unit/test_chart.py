@@ -351,6 +351,26 @@ def test_rbac_follows_selector_apis_and_leader_election() -> None:
     assert "Role" not in by_kind(docs) and "RoleBinding" not in by_kind(docs)
 
 
+def test_namespaces_limit_the_grants_to_those_namespaces() -> None:
+    """With ``namespaces`` set slicectl lists, watches and writes only there (every informer,
+    slice write, status write and Event is namespaced), so only the Nodes it reads are granted
+    cluster-wide: a ClusterRoleBinding of the whole role would let it write EndpointSlices in
+    every namespace of the cluster."""
+    docs = render_chart({"namespaces": ["team-a", "team-b"]})
+    roles = {d["metadata"]["name"]: d for d in docs if d["kind"] == "ClusterRole"}
+    for crb in by_kind(docs)["ClusterRoleBinding"]:
+        granted = rules_of([roles[crb["roleRef"]["name"]]])
+        assert granted == {("", "nodes", "list"), ("", "nodes", "watch")}, crb["metadata"]
+    bound = {
+        b["metadata"]["namespace"]: rules_of([roles[b["roleRef"]["name"]]])
+        for b in by_kind(docs)["RoleBinding"] if b["roleRef"]["kind"] == "ClusterRole"
+    }
+    assert set(bound) == {"team-a", "team-b"}
+    for rules in bound.values():
+        assert rules | {("", "nodes", "list"), ("", "nodes", "watch")} == CORE_RULES
+    assert rules_of(docs) == CORE_RULES | LEASE_RULES
+
+
 def test_lease_role_is_namespaced_and_pinned_to_one_lease() -> None:
     docs = render_chart(
         {"leaderElection": {"resourceNamespace": "kube-system", "resourceName": "my-lease"}}

@@ -75,3 +75,11 @@ writes (only slicectl.io's: the KEP and the GEP define no status).
 {{- end }}
 {{- $total }}
 {{- end }}
+
+{{/* The Nodes rule: metadata-only list+watch, for the zone label. */}}
+{{- define "slicectl.nodeRule" }}
+# Nodes: metadata-only list+watch, for the zone label.
+- apiGroups: [""]
+  resources: [nodes]
+  verbs: [list, watch]
+{{- end }}
