@@ -17,6 +17,12 @@ Decisions (kube-controller-manager / controller-runtime conventions):
 * ``/readyz`` is 200 once :meth:`HealthServer.set_ready` was called (the initial sync is done,
   or this replica is a standby with warm caches). Failures answer 500 with one line per check,
   in the ``[+]name ok`` / ``[-]name failed: reason`` shape of kube's healthz.
+* Any pod in the cluster reaches these ports, so a connection that sends no request, or never
+  finishes one (slowloris), is closed after :attr:`HealthServer.IDLE_TIMEOUT`, the
+  ``IdleTimeout`` of kube-apiserver's and controller-runtime's servers (aiohttp's own default
+  is an hour). aiohttp has one timer for both, so it also bounds the wait for a request's
+  headers, as their ``ReadHeaderTimeout`` (32 s) does. Headers are capped by aiohttp (8 KiB a
+  line): a longer one is a 400.
 """
 
 from __future__ import annotations
@@ -48,6 +54,8 @@ def parse_bind_address(address: str) -> tuple[str | None, int] | None:
 
 
 class HealthServer:
+    IDLE_TIMEOUT = 90.0  # seconds a connection may go without a complete request
+
     def __init__(
         self,
         metrics: Metrics | None = None,
@@ -57,8 +65,10 @@ class HealthServer:
         loop_lag_threshold: float = 5.0,
         loop_lag_window: float = 10.0,
         loop_probe_interval: float = 0.5,
+        idle_timeout: float = IDLE_TIMEOUT,
     ) -> None:
         self._metrics = metrics
+        self._idle_timeout = idle_timeout
         self._metrics_bind = parse_bind_address(metrics_bind_address) if metrics else None
         self._health_bind = parse_bind_address(health_probe_bind_address)
         self._checks: dict[str, LivenessCheck] = {}
@@ -133,7 +143,7 @@ class HealthServer:
     async def _serve(self, bind: tuple[str | None, int], routes: list[web.RouteDef]) -> int:
         app = web.Application()
         app.add_routes(routes)
-        runner = web.AppRunner(app, access_log=None)
+        runner = web.AppRunner(app, access_log=None, keepalive_timeout=self._idle_timeout)
         await runner.setup()
         self._runners.append(runner)
         site = web.TCPSite(runner, host=bind[0], port=bind[1])

@@ -101,3 +101,27 @@ async def test_shared_address_serves_everything_on_one_port() -> None:
         assert (await fetch(port, "/healthz"))[0] == 200
     finally:
         await server.stop()
+
+
+async def test_a_connection_that_never_finishes_its_request_is_closed() -> None:
+    """Any pod in the cluster reaches these ports. A client that opens connections and never
+    completes a request (slowloris), or never sends one, must not hold them for good: each
+    costs a file descriptor and ~5 KB, enough to exhaust the process. kube-apiserver's and
+    controller-runtime's servers close them (ReadHeaderTimeout 32 s, IdleTimeout 90 s)."""
+    assert HealthServer.IDLE_TIMEOUT <= 90.0
+    server = HealthServer(Metrics(), metrics_bind_address="127.0.0.1:0",
+                          health_probe_bind_address="127.0.0.1:0", idle_timeout=0.5)
+    await server.start()
+    try:
+        for port in (server.health_port, server.metrics_port):
+            silent = await asyncio.open_connection("127.0.0.1", port)
+            slow = await asyncio.open_connection("127.0.0.1", port)
+            slow[1].write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")  # headers never finished
+            await slow[1].drain()
+            for reader, writer in (silent, slow):
+                assert await asyncio.wait_for(reader.read(), timeout=30) == b""  # EOF: closed
+                writer.close()
+        status, _ = await fetch(server.health_port, "/healthz")  # still serving
+        assert status == 200
+    finally:
+        await server.stop()
