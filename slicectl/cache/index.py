@@ -10,8 +10,11 @@ value of that term: any pod it matches must carry one of those values, so lookin
 own (key, value) pairs finds every candidate exactly once; each candidate is then verified with
 ``Selector.matches``. The term chosen is the one whose postings are currently smallest, so
 selectors that share a common label (``app=vllm``) spread over their distinguishing one.
-Selectors without an ``In`` term sit in a per-namespace fallback list that is always checked.
-Invalid selectors (``error`` set) are remembered but never match.
+Selectors without an ``In`` term sit in a per-namespace fallback list that is always checked,
+and so do selectors whose smallest ``In`` term has more than :data:`MAX_POSTINGS` values: a
+posting costs ~270 bytes, and ``values`` are unbounded (one 1.5 MiB selector of short values
+would take ~40 MiB), while a fallback entry costs one ``matches`` per pod event of its
+namespace. Invalid selectors (``error`` set) are remembered but never match.
 
 :func:`selectors_to_sync` is the pod-update filter: which selector keys a pod change must sync.
 """
@@ -24,6 +27,7 @@ from slicectl.cache.store import PodStore
 from slicectl.model.records import TERMINAL_PHASES, PodRecord, SelectorRecord
 
 Posting = tuple[str, str]  # (label key, label value)
+MAX_POSTINGS = 128  # a selector needing more postings than this goes to the fallback list
 
 
 def selector_key(record: SelectorRecord) -> str:
@@ -72,6 +76,9 @@ class SelectorIndex:
             return sum(len(postings.get((label, v), ())) for v in values) + len(values)
 
         label, values = min(terms, key=load)
+        if len(values) > MAX_POSTINGS:
+            self._fallback.setdefault(ns, {})[key] = record
+            return
         placed = tuple((label, v) for v in sorted(values))
         for posting in placed:
             postings.setdefault(posting, {})[key] = record

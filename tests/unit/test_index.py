@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import tracemalloc
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -145,3 +147,28 @@ def test_selectors_that_came_and_went_leave_no_namespace_behind() -> None:
         selected.selector_changed(index.remove(record.key), None)
     assert len(selected) == 0
     assert selected._pending == {}
+
+
+def test_a_selector_with_thousands_of_values_costs_no_posting_per_value() -> None:
+    """A tenant who may create EndpointSelectors can list ~150k values in one ``In`` (its
+    values are unbounded up to the 1.5 MiB object limit). Posted once per value, such a
+    selector cost ~40 MiB of index (270 bytes a value) for 1.5 MiB in etcd: a dozen of them
+    and the controller, whose limit is 512 MiB, is OOM-killed, for every namespace. Past
+    MAX_POSTINGS values it is checked on every pod event of its namespace instead, as a
+    selector without ``In`` terms is."""
+    values = frozenset(f"v{i}" for i in range(20_000))
+    record = make_selector("wide", "ns1", Selector((Requirement("app", "In", values),)))
+    index = SelectorIndex()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        index.add(record)
+        added = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert added < 256 * 1024, f"indexing it took {added} bytes"
+    assert [r.name for r in index.matching("ns1", {"app": "v19999"})] == ["wide"]
+    assert index.matching("ns1", {"app": "other"}) == []
+    assert index.matching("ns2", {"app": "v1"}) == []
+    index.remove("ns1/wide")
+    assert index.matching("ns1", {"app": "v1"}) == []
