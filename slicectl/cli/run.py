@@ -139,6 +139,12 @@ class RunOptions:
     identity: str = field(default_factory=lambda: f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}")
 
 
+# The managed-by values of kube-controller-manager's EndpointSlice controllers, which write slices
+# for core EndpointSelectors with the same two labels slicectl recognises its own by.
+KCM_MANAGED_BY = frozenset(
+    {"endpointslice-controller.k8s.io", "endpointslicemirroring-controller.k8s.io"})
+
+
 def _pod_namespace() -> str:
     path = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
     with contextlib.suppress(OSError), open(path) as f:
@@ -150,6 +156,9 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
     """Turn parsed flags into options; raises ValueError for combinations that cannot work."""
     if err := label_value_error(args.managed_by):  # every slice create would be refused
         raise ValueError(f"--managed-by {args.managed_by!r} is not a label value: {err}")
+    if args.managed_by in KCM_MANAGED_BY:  # its slices would pass for ours (SPEC section 2)
+        raise ValueError(f"--managed-by {args.managed_by!r} is kube-controller-manager's: "
+                         "slicectl would modify and delete the slices it writes")
     if args.leader_elect:
         if args.leader_elect_lease_duration <= args.leader_elect_renew_deadline:
             raise ValueError("--leader-elect-lease-duration must be greater than "

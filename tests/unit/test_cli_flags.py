@@ -53,6 +53,20 @@ def test_a_managed_by_that_is_no_label_value_exits_2(value: str) -> None:
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.parametrize(
+    "value", ["endpointslice-controller.k8s.io", "endpointslicemirroring-controller.k8s.io"])
+def test_a_managed_by_of_kube_controller_manager_exits_2(value: str) -> None:
+    """slicectl treats every slice labelled with its --managed-by value and a selector name as
+    its own. With kube-controller-manager's value it would patch and delete the slices kcm
+    writes for core EndpointSelectors (KEP-6116: same two labels), which SPEC section 2
+    forbids."""
+    proc = subprocess.run([sys.executable, "-m", "slicectl", "run", f"--managed-by={value}"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert "--managed-by" in proc.stderr and "kube-controller-manager" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
 KUBECONFIG = """apiVersion: v1
 kind: Config
 clusters: [{name: c, cluster: {server: "http://127.0.0.1:1"}}]
