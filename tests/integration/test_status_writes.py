@@ -86,7 +86,7 @@ async def test_a_status_write_in_flight_is_not_written_again_by_the_next_sync(
         assert (await status(c))["endpoints"] == 2  # the count waits for its period
 
 
-@pytest.mark.embedded_only(reason="counts the server's status writes")
+@pytest.mark.embedded_only(reason="request counting: the server's status writes")
 async def test_counts_alone_are_written_at_most_once_per_period(cluster: Cluster) -> None:
     c = cluster
     await ensure_node(c.client, "node-a", "zone-a")
