@@ -15,6 +15,10 @@ so a pod record seen by the last sync under an equal selector spec was selected 
 selected now, and has the same endpoints unless its node's zone changed. A readiness flip in a
 200-pod selector then matches and builds one endpoint instead of 200; the result is the same
 with or without a memo.
+
+Equal group keys are one object (:func:`_shared_key`, once per built entry), so grouping a
+sync's endpoints looks a group up only where the key changes: hashing a key hashes its
+``EndpointPort`` records in Python, and named ports give every pod its own port tuple.
 """
 
 from __future__ import annotations
@@ -41,6 +45,18 @@ _Endpoints = tuple[tuple[GroupKey, Identity, Endpoint], ...]
 # for each family the selector publishes.
 _Entry = tuple[PodRecord, str, str | None, _Endpoints]
 _ORDER = 1
+# Group keys by value (see the module docstring); cleared when full.
+_GROUP_KEYS: dict[GroupKey, GroupKey] = {}
+_GROUP_KEYS_MAX = 4096
+
+
+def _shared_key(key: GroupKey) -> GroupKey:
+    found = _GROUP_KEYS.get(key)
+    if found is None:
+        if len(_GROUP_KEYS) >= _GROUP_KEYS_MAX:
+            _GROUP_KEYS.clear()
+        found = _GROUP_KEYS[key] = key
+    return found
 
 
 class EndpointMemo:
@@ -92,7 +108,7 @@ def _pod_entries(
 ) -> _Endpoints:
     ports = shared_ports if shared_ports is not None else resolve_ports(pod, selector.ports)
     return tuple(
-        ((family, ports), ep.identity, ep)
+        (_shared_key((family, ports)), ep.identity, ep)
         for family, ep in pod_endpoints(pod, node, selector.name).items()
         if family in families
     )
@@ -128,11 +144,16 @@ def desired_state(
     if memo is not None:
         memo.keep(spec, current)
     groups: dict[GroupKey, dict[Identity, Endpoint]] = {}
+    last: GroupKey | None = None
+    group: dict[Identity, Endpoint] = {}
     for entry in sorted(current.values(), key=itemgetter(_ORDER)):  # see age_order
         for key, identity, ep in entry[3]:
-            group = groups.get(key)
-            if group is None:
-                group = groups[key] = {}
+            if key is not last:  # equal keys are mostly one object: see _shared_key
+                last = key
+                found = groups.get(key)
+                if found is None:
+                    found = groups[key] = {}
+                group = found
             group[identity] = ep
     if selector.ip_families:
         families = selector.ip_families
