@@ -92,9 +92,11 @@ def pack_group(
             if want is None:
                 changed = True
                 result.removed += 1
+            elif want == ep:  # keep the slice's own record: see types._multisets_differ
+                kept.append(ep)
             else:
                 kept.append(want)
-                changed = changed or want != ep
+                changed = True
         slot = _Slot(record, kept)
         if not kept:
             empty.append(slot)

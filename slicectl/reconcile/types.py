@@ -9,7 +9,7 @@ counts as metrics.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
 from slicectl.model.records import DEFAULT_MANAGED_BY, Endpoint, EndpointPort, SliceRecord
@@ -83,7 +83,18 @@ class Plan:
         return len(self.creates) + len(self.updates) + len(self.deletes)
 
 
-def _multisets_differ(a: Iterable[Hashable], b: Iterable[Hashable]) -> bool:
+def _multisets_differ(a: Sequence[Hashable], b: Sequence[Hashable]) -> bool:
     """``Counter(a) != Counter(b)``, compared as plain dicts (in C): counts built from
-    iterables are all positive, so the two comparisons agree; ``Counter.__eq__`` loops in Python."""
-    return dict.__ne__(Counter(a), Counter(b)) is True
+    iterables are all positive, so the two comparisons agree; ``Counter.__eq__`` loops in Python.
+
+    Items that are the same object at the same place, counted from either end, are in both
+    multisets and are left out first: the planner keeps a slice's own endpoint records where
+    they are still wanted, so a rewritten slice's lists mostly differ in a few places only."""
+    n = min(len(a), len(b))
+    head = 0
+    while head < n and a[head] is b[head]:
+        head += 1
+    tail = 0
+    while tail < n - head and a[-1 - tail] is b[-1 - tail]:
+        tail += 1
+    return dict.__ne__(Counter(a[head:len(a) - tail]), Counter(b[head:len(b) - tail])) is True

@@ -4,6 +4,7 @@ against the slices the previous plans produced, keeps the slices exact, bounded 
 from __future__ import annotations
 
 import itertools
+import random
 from collections import Counter
 from dataclasses import replace
 
@@ -15,6 +16,7 @@ from slicectl.reconcile import Settings, plan
 from slicectl.reconcile.desired import desired_state
 from slicectl.reconcile.endpoints import ip_family
 from slicectl.reconcile.labels import desired_labels
+from slicectl.reconcile.types import _multisets_differ
 from tests.unit.reconcile_builders import NODES, FakeCluster, make_pod, make_selector
 
 OPS = ("add", "add", "remove", "flip", "relabel", "ip", "port")
@@ -140,3 +142,28 @@ def test_input_order_does_not_matter(n: int, max_n: int, order: object) -> None:
     assert plan(sel, shuffled, NODES, [], cfg) == a
     assert a.desired_slices == max(1, -(-n // max_n))
     assert len(a.creates) == max(1, -(-n // max_n))
+
+
+_ITEMS = st.lists(st.tuples(st.integers(0, 3), st.booleans()), max_size=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_ITEMS, _ITEMS, st.booleans(), st.randoms(use_true_random=False))
+def test_multisets_differ_is_counter_inequality(
+    a: list[tuple[int, bool]], b: list[tuple[int, bool]], permute: bool, rnd: random.Random,
+) -> None:
+    """The comparison behind ``SliceUpdate.endpoints_changed`` skips items that are the same
+    object at the same place from either end; it still says exactly ``Counter(a) !=
+    Counter(b)``, whether equal items are one object or several."""
+    shared: dict[int, tuple[int]] = {}
+
+    def objects(items: list[tuple[int, bool]]) -> list[tuple[int]]:
+        return [shared.setdefault(v, (v,)) if same else (v,) for v, same in items]
+
+    left = objects(a)
+    right = objects(b)
+    if permute:  # the same multiset, some places shared, some not
+        right = list(left)
+        rnd.shuffle(right)
+    assert _multisets_differ(left, right) is (Counter(left) != Counter(right))
+    assert _multisets_differ(tuple(left), tuple(right)) is (Counter(left) != Counter(right))
