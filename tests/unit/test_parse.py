@@ -320,6 +320,9 @@ ENDPOINT_SHAPES: list[Any] = [
     {**WELL_FORMED, "nodeName": 3},
     {**WELL_FORMED, "zone": ["z"]},
     {**WELL_FORMED, "hostname": {}},
+    {**WELL_FORMED, "nodeName": 0, "zone": False},
+    {**WELL_FORMED, "addresses": [["10.0.0.1"]]},
+    {**WELL_FORMED, "targetRef": {"name": "p", "uid": []}},
     None,
     "endpoint",
 ]
@@ -337,6 +340,14 @@ class TestSliceEndpointFastPath:
             assert fast is None, "a shape the checked parse refuses is never accepted"
         else:
             assert fast is None or fast == want
+
+    @pytest.mark.parametrize("raw", ENDPOINT_SHAPES)
+    def test_the_same_with_every_other_shape_cached(self, raw: Any) -> None:
+        """The cache is looked up before the values are checked: no cached lookalike (a
+        falsy value next to a cached None or "") lets a refused shape through."""
+        for other in ENDPOINT_SHAPES:
+            _fast_endpoint(other)
+        self.test_same_record_or_error_as_the_checked_parse(raw)
 
     def test_the_common_shape_takes_the_fast_path(self) -> None:
         assert _fast_endpoint(WELL_FORMED) == Endpoint(
