@@ -261,6 +261,17 @@ async def slices_of(client: KubeClient, ns: str, selector: str) -> list[dict[str
     return [s for s in items if not s["metadata"].get("deletionTimestamp")]
 
 
+def listing(client: KubeClient, ns: str, selector: str,
+            want: set[str]) -> Callable[[], Awaitable[bool]]:
+    """A predicate for :func:`wait_until`: ``selector``'s slices list exactly the pods
+    ``want``, each once."""
+    async def listed() -> bool:
+        names = [ep["targetRef"]["name"] for s in await slices_of(client, ns, selector)
+                 for ep in s["endpoints"] or []]
+        return sorted(names) == sorted(want)
+    return listed
+
+
 # What a test's own watch waits out: the server away, struggling or throttling (the embedded
 # server injects 5xx and 429 into watches too).
 _TRANSIENT = (ServerError, TooManyRequests, aiohttp.ClientError, OSError, TimeoutError)

@@ -7,7 +7,6 @@ slices the API server holds, never the controller's caches.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -19,6 +18,7 @@ from tests.integration.support import (
     ESEL,
     create_pod,
     ensure_node,
+    listing,
     options,
     running_controller,
     selector_body,
@@ -27,15 +27,6 @@ from tests.integration.support import (
 )
 
 HTTP = [{"name": "http", "protocol": "TCP", "targetPort": "http"}]
-
-
-def _listing(c: Cluster, want: set[str]) -> Callable[[], Awaitable[bool]]:
-    """A predicate: the selector ``web``'s slices list exactly the pods ``want``, once each."""
-    async def listed() -> bool:
-        names = [ep["targetRef"]["name"] for s in await slices_of(c.client, c.namespace, "web")
-                 for ep in s["endpoints"] or []]
-        return sorted(names) == sorted(want)
-    return listed
 
 
 def _copy_without_endpoints(raw: dict[str, Any]) -> dict[str, Any]:
@@ -66,7 +57,8 @@ async def test_a_slice_replaced_under_its_name_in_a_watch_gap_leaves_no_phantom(
     await c.client.create(ESEL, selector_body("web", {"app": "web"}, ports=HTTP), c.namespace)
     faults = ClientFaults(monkeypatch)
     async with running_controller(options(c.kubeconfig, c.namespace, batch_period=0.0)):
-        await wait_until(_listing(c, {"web-0", "web-1"}), what="initial sync")
+        await wait_until(listing(c.client, c.namespace, "web", {"web-0", "web-1"}),
+                         what="initial sync")
         [old] = await slices_of(c.client, c.namespace, "web")
         faults.open_gap("endpointslices")
         await c.client.delete(ENDPOINTSLICES, old["metadata"]["name"], c.namespace)
@@ -74,7 +66,7 @@ async def test_a_slice_replaced_under_its_name_in_a_watch_gap_leaves_no_phantom(
         c.server.faults.compact()  # the gap ends in 410 Gone: the informer must relist
         faults.close_gap("endpointslices")
 
-        await wait_until(_listing(c, {"web-0", "web-1"}),
+        await wait_until(listing(c.client, c.namespace, "web", {"web-0", "web-1"}),
                          what="the replaced slice's pods listed again")
 
 
@@ -93,7 +85,7 @@ async def test_a_slice_with_its_labels_under_an_owner_that_is_no_selector_is_rep
     sel = await c.client.create(ESEL, selector_body("web", {"app": "web"}, ports=HTTP),
                                 c.namespace)
     async with running_controller(options(c.kubeconfig, c.namespace, batch_period=0.0)):
-        await wait_until(_listing(c, {"web-0"}), what="initial sync")
+        await wait_until(listing(c.client, c.namespace, "web", {"web-0"}), what="initial sync")
         [ours] = await slices_of(c.client, c.namespace, "web")
         impostor = _copy_without_endpoints(ours)
         impostor["metadata"] = {
@@ -108,6 +100,7 @@ async def test_a_slice_with_its_labels_under_an_owner_that_is_no_selector_is_rep
         async def owned_and_exact() -> bool:
             owners = [ref["uid"] for s in await slices_of(c.client, c.namespace, "web")
                       for ref in s["metadata"].get("ownerReferences") or []]
-            return owners == [sel["metadata"]["uid"]] and await _listing(c, {"web-0"})()
+            exact = listing(c.client, c.namespace, "web", {"web-0"})
+            return owners == [sel["metadata"]["uid"]] and await exact()
 
         await wait_until(owned_and_exact, what="the impostor deleted")

@@ -9,8 +9,6 @@ longer exists.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-
 import pytest
 
 from slicectl.kube.resources import ENDPOINTSLICES
@@ -20,6 +18,7 @@ from tests.integration.support import (
     ESEL,
     create_pod,
     ensure_node,
+    listing,
     options,
     running_controller,
     selector_body,
@@ -38,14 +37,6 @@ async def _web_with_one_pod(c: Cluster) -> None:
     await c.client.create(ESEL, selector_body("web", {"app": "web"}, ports=HTTP), c.namespace)
 
 
-def _listing(c: Cluster, want: set[str]) -> Callable[[], Awaitable[bool]]:
-    """A predicate: the selector's slices list exactly the pods ``want``."""
-    async def listed() -> bool:
-        return {ep["targetRef"]["name"] for s in await slices_of(c.client, c.namespace, "web")
-                for ep in s["endpoints"]} == want
-    return listed
-
-
 async def test_slice_deleted_in_a_watch_gap_ending_in_410_does_not_wedge_the_selector(
     cluster: Cluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -54,7 +45,7 @@ async def test_slice_deleted_in_a_watch_gap_ending_in_410_does_not_wedge_the_sel
     await _web_with_one_pod(c)
     faults = ClientFaults(monkeypatch)
     async with running_controller(options(c.kubeconfig, c.namespace, batch_period=0.0)):
-        await wait_until(_listing(c, {"web-0"}), what="initial sync")
+        await wait_until(listing(c.client, c.namespace, "web", {"web-0"}), what="initial sync")
         faults.open_gap("endpointslices")
         # A pod without the named port goes to a slice of its own port set: a create.
         await create_pod(c.client, c.namespace, "web-1", "10.80.0.2", {"app": "web"},
@@ -70,7 +61,7 @@ async def test_slice_deleted_in_a_watch_gap_ending_in_410_does_not_wedge_the_sel
         c.server.faults.compact()  # the gap ends in 410 Gone: the informer must relist
         faults.close_gap("endpointslices")
 
-        await wait_until(_listing(c, {"web-0", "web-1"}),
+        await wait_until(listing(c.client, c.namespace, "web", {"web-0", "web-1"}),
                          what="the deleted slice recreated after the relist")
 
 
@@ -86,7 +77,7 @@ async def test_a_slice_deleted_before_the_answer_to_its_create_does_not_wedge_th
     assert c.server is not None
     await _web_with_one_pod(c)
     async with running_controller(options(c.kubeconfig, c.namespace, batch_period=0.0)):
-        await wait_until(_listing(c, {"web-0"}), what="initial sync")
+        await wait_until(listing(c.client, c.namespace, "web", {"web-0"}), what="initial sync")
         c.server.faults.answer_latency["endpointslices"] = 1.0
         # A pod without the named port goes to a slice of its own port set: a create.
         await create_pod(c.client, c.namespace, "web-1", "10.80.0.2", {"app": "web"},
@@ -104,4 +95,5 @@ async def test_a_slice_deleted_before_the_answer_to_its_create_does_not_wedge_th
         assert c.server.faults.injected.get("answer_latency"), "the answer was held"
         c.server.faults.answer_latency.clear()
 
-        await wait_until(_listing(c, {"web-0", "web-1"}), what="the deleted slice recreated")
+        await wait_until(listing(c.client, c.namespace, "web", {"web-0", "web-1"}),
+                         what="the deleted slice recreated")
