@@ -36,6 +36,12 @@ pytestmark = pytest.mark.embedded_only(reason="fault injection: every Lease requ
 LEASE_NAME = "slicectl-shutdown"
 
 
+
+async def _holder(c: Cluster) -> str:
+    lease = await c.client.get(LEASES, LEASE_NAME, c.namespace)
+    return str(lease["spec"].get("holderIdentity") or "")
+
+
 async def test_a_slow_lease_api_still_gets_the_lease_released_at_shutdown(
     cluster: Cluster,
 ) -> None:
@@ -52,16 +58,12 @@ async def test_a_slow_lease_api_still_gets_the_lease_released_at_shutdown(
                    lease_name=LEASE_NAME, lease_duration=12.0, renew_deadline=10.0,
                    retry_period=1.0, identity="replica-a")
 
-    async def holder() -> str:
-        lease = await c.client.get(LEASES, LEASE_NAME, c.namespace)
-        return str(lease["spec"].get("holderIdentity") or "")
-
     async with running_controller(opts) as run:
         async def written() -> bool:
             return bool(await slices_of(c.client, c.namespace, "web"))
 
         await wait_until(written, what="the leader's first slice")
-        assert await holder() == "replica-a"
+        assert await _holder(c) == "replica-a"
         elector = run.controller.gate
         assert isinstance(elector, LeaderElector)
         slow_from = time.monotonic()
@@ -97,19 +99,15 @@ async def test_a_lease_won_by_a_write_whose_answer_never_came_is_released(
                    lease_name=LEASE_NAME, lease_duration=3.0, renew_deadline=2.0,
                    retry_period=0.25, identity="replica-b")
 
-    async def holder() -> str:
-        lease = await c.client.get(LEASES, LEASE_NAME, c.namespace)
-        return str(lease["spec"].get("holderIdentity") or "")
-
     async with running_controller(opts) as run:
         async def landed() -> bool:
-            return await holder() == "replica-b"
+            return await _holder(c) == "replica-b"
 
         await wait_until(landed, what="the takeover write lands")
         c.server.faults.answer_latency.clear()  # the release's own write is answered at once
         gate = run.controller.gate
         assert isinstance(gate, LeaderElector) and not gate.is_leader  # its answer is held
-    assert await holder() == ""
+    assert await _holder(c) == ""
 
 
 async def test_a_second_signal_ends_a_slow_shutdown_at_once_with_code_1(
