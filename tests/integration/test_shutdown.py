@@ -36,7 +36,6 @@ pytestmark = pytest.mark.embedded_only(reason="fault injection: every Lease requ
 LEASE_NAME = "slicectl-shutdown"
 
 
-
 async def _holder(c: Cluster) -> str:
     lease = await c.client.get(LEASES, LEASE_NAME, c.namespace)
     return str(lease["spec"].get("holderIdentity") or "")
