@@ -44,7 +44,8 @@ from slicectl.controller.outage import OutageRetries
 from slicectl.controller.publish import StatusPublisher
 from slicectl.controller.queue import ShutDown, WorkQueue
 from slicectl.controller.routing import Router, record_key
-from slicectl.controller.sync import StaleCache, Syncer, SyncResult
+from slicectl.controller.status import REASON_FAILED_TO_UPDATE
+from slicectl.controller.sync import StaleCache, Syncer, SyncFailed, SyncResult
 from slicectl.controller.tracker import SliceTracker
 from slicectl.controller.writer import SliceWriter, WriteResult
 from slicectl.election.gate import NotLeading, WriteGate, as_gate, guard_for
@@ -390,6 +391,11 @@ class Controller:
             self._outage.failed(key, exc, time.monotonic())
             log.warning("sync failed", selector=key, error=str(exc), retry_in=round(delay, 3),
                         failures=self.queue.failures(key))
+            if not isinstance(exc, SyncFailed) and (sel := self.router.selectors.get(key)):
+                # A failed write has its Event already (the syncer's); any other failure (a
+                # read of the slices, a bug in the planner) gets one too, as upstream's
+                # every failed sync does: the operator looks at the object first.
+                self._warn(sel, REASON_FAILED_TO_UPDATE, f"failed to sync EndpointSlices: {exc}")
         else:
             self.queue.forget(key)
             if result.throttled:

@@ -34,6 +34,8 @@ MESSAGE_LIMIT = 32768
 REASON_RECONCILED = "Reconciled"
 REASON_INVALID_SPEC = "InvalidSpec"
 REASON_SYNC_FAILED = "SyncFailed"
+# The Warning Event of a failed sync: upstream's reason for any failed Service sync.
+REASON_FAILED_TO_UPDATE = "FailedToUpdateEndpointSlices"
 
 
 @dataclass(frozen=True, slots=True)

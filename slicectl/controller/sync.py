@@ -39,6 +39,7 @@ import structlog
 
 from slicectl.controller.publish import StatusPublisher
 from slicectl.controller.status import (
+    REASON_FAILED_TO_UPDATE,
     REASON_INVALID_SPEC,
     REASON_SYNC_FAILED,
     Counts,
@@ -318,7 +319,7 @@ class Syncer:
             return SyncResult(key, result, None)
         except Exception as exc:
             message = f"failed to write EndpointSlices: {exc}"
-            self._warn(sel, "FailedToUpdateEndpointSlices", message)
+            self._warn(sel, REASON_FAILED_TO_UPDATE, message)
             await self._report(key, sel, Outcome(None, REASON_SYNC_FAILED, message))
             raise SyncFailed(message, progress=result.writes > 0) from exc
         log.info(

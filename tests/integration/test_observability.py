@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from typing import Any
 
 import aiohttp
 import pytest
@@ -17,6 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from slicectl.cli.run import RunOptions
 from slicectl.controller.routing import selector_key
 from slicectl.kube.errors import ServerError
+from slicectl.kube.resources import EVENTS
 from slicectl.model.apis import SLICECTL
 from tests.integration.client_faults import ClientFaults, matches
 from tests.integration.conftest import Cluster
@@ -25,6 +27,7 @@ from tests.integration.support import (
     Running,
     create_pod,
     ensure_node,
+    listing,
     options,
     running_controller,
     selector_body,
@@ -193,3 +196,42 @@ async def test_a_sync_stuck_on_the_api_server_shows_before_it_ends(
                     and got[("slicectl_queue_depth", ())] == 0)
 
         await wait_until(done, what="the slice written and the gauges back at 0")
+
+
+async def test_a_sync_that_fails_before_writing_warns_on_the_selector(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Upstream emits FailedToUpdateEndpointSlices for any failed sync; a failure that is no
+    write's (here the planner raising, as a bug would) must be on the object too, where an
+    operator looks first, not only in the controller's log. The retry then succeeds."""
+    c = cluster
+    await ensure_node(c.client, "node-a", "zone-a")
+    await create_pod(c.client, c.namespace, "web-0", "10.63.0.1", {"app": "web"})
+    from slicectl.reconcile import plan as real_plan
+
+    calls = [0]
+
+    def failing_once(*args: Any, **kwargs: Any) -> Any:
+        calls[0] += 1
+        if calls[0] == 1:
+            raise RuntimeError("injected: the planner failed")
+        return real_plan(*args, **kwargs)
+
+    monkeypatch.setattr("slicectl.controller.sync.plan", failing_once)
+    async with running_controller(options(c.kubeconfig, c.namespace)):
+        await c.client.create(ESEL, selector_body("web", {"app": "web"}), c.namespace)
+        await wait_until(listing(c.client, c.namespace, "web", {"web-0"}),
+                         what="the slice written by the retry")
+
+        async def warnings() -> list[dict[str, Any]]:
+            items, _ = await c.client.list(EVENTS, c.namespace)
+            return [e for e in items if e.get("reason") == "FailedToUpdateEndpointSlices"
+                    and (e.get("regarding") or {}).get("name") == "web"]
+
+        async def warned() -> bool:
+            return bool(await warnings())
+
+        await wait_until(warned, what="the Warning Event on the selector")
+        [event] = await warnings()
+    assert event["type"] == "Warning"
+    assert "injected: the planner failed" in event["note"]
