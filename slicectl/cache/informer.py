@@ -11,9 +11,10 @@ no etcd range read. An informer gets paginated LISTs from then on when the serve
 one), or when ``STREAM_TRIES`` streams in a row end before their end bookmark, whatever ended
 them (a proxy cutting long responses, the server's timeout running out before a list too big
 or ignored, a connection error): a stream cut once is streamed again after a backoff, and
-client-go too falls back to a LIST when a watch-list fails. A request answered with an error
-before any event (a 503 or 429 while the server starts, a 404 while a CRD is replaced) cut
-nothing: it backs off as any failure, and the next list is streamed again. Paginated LISTs:
+client-go too falls back to a LIST when a watch-list fails. A request that got no event at all
+cut nothing: answered with an error (a 503 or 429 while the server starts, a 404 while a CRD is
+replaced) or not answered (the server down, a TLS handshake refused for a wrong CA), it backs
+off as any failure, and the next list is streamed again. Paginated LISTs:
 a consistent first LIST (``resourceVersion=0`` would be answered whole, ignoring ``limit``, by
 v1.32), relists ``NotOlderThan`` the last synced version (a 410 there: a consistent LIST).
 
@@ -138,7 +139,7 @@ class Informer(Generic[T]):
         """List and watch forever; cancel the task to stop."""
         failures = 0
         while True:
-            attempt = _Attempt(streamed=self._rv is None and self._stream_lists)
+            attempt = _Attempt()
             error: Exception | None = None
             try:
                 if self._rv is None and not self._stream_lists:
@@ -150,9 +151,9 @@ class Informer(Generic[T]):
             if healthy:  # whatever ended it: no streak of failures
                 failures = 0
                 self.stats.consecutive_failures = 0
-            if attempt.streamed and not isinstance(error, _StreamRefused) and not (
-                    isinstance(error, ApiError) and not attempt.streaming):
-                self._count_stream(attempt.listed)  # an error answer, nothing streamed: no cut
+            if attempt.streaming and not isinstance(error, _StreamRefused):
+                self._count_stream(attempt.listed)  # nothing streamed (no answer, an error
+                # answer): no cut
             if error is not None:
                 delay = self._recover(error, failures)
             elif healthy:
@@ -448,8 +449,7 @@ class _Attempt:
     """One round of :meth:`Informer.run` (a list, then a watch): how far it got, whatever
     ended it."""
 
-    streamed: bool  # its list was asked for as a stream
-    streaming: bool = False  # ... and an event of it came (the request was not refused)
+    streaming: bool = False  # its list was asked for as a stream and an event of it came
     listed: bool = False  # a streamed list's end bookmark came
     watching: float | None = None  # time.monotonic() when the watch proper was requested
     events: bool = False  # the watch proper delivered an event (a bookmark too)

@@ -273,11 +273,14 @@ class AnsweredWithErrors(ScriptedClient):
                 "paths have been installed"),
     TooManyRequests(429, "TooManyRequests", "storage is (re)initializing", retry_after=0.01),
     NotFound(404, "NotFound", "the server could not find the requested resource"),
-], ids=["503", "429", "404"])
+    ConnectionRefusedError(111, "Connect call failed ('127.0.0.1', 6443)"),
+    aiohttp.ClientConnectionError("[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed"),
+], ids=["503", "429", "404", "refused", "tls"])
 async def test_streamed_lists_answered_with_errors_are_not_cut_streams(
         error: Exception) -> None:
-    """An API server answering errors for a few seconds (a restart, a CRD being replaced)
-    cut no stream: once it answers again, lists are still streamed, not paginated for good."""
+    """An API server answering errors for a few seconds (a restart, a CRD being replaced), or
+    not reached at all (down, or a wrong CA until the kubeconfig is fixed), cut no stream: once
+    it answers again, lists are still streamed, not paginated for good."""
     client = AnsweredWithErrors([([raw("a", "1")], "1")], [], streaming=True, refusals=3,
                                 error=error)
     inf = await run_until_idle(client, Recorder())
