@@ -57,6 +57,7 @@ import structlog
 from slicectl.cache.handlers import InformerHandler, InformerStats, Versioned
 from slicectl.cache.heap import release_after_list
 from slicectl.cache.store import Store, object_key
+from slicectl.kube.answers import server_side
 from slicectl.kube.client import MAX_RETRY_AFTER, KubeClient
 from slicectl.kube.errors import ApiError, Gone, Invalid, TooManyRequests, WatchStalled
 from slicectl.kube.resources import Resource
@@ -166,7 +167,7 @@ class Informer(Generic[T]):
             if delay:
                 self.stats.failures += 1
                 self.stats.consecutive_failures += 1
-                await self._pause(delay)
+                await self._pause(delay, early=error is None or server_side(error))
 
     def _recover(self, error: Exception, failures: int) -> float | None:
         """Log what ended a round and set up the next: None to go on at once (not a failure),
@@ -212,11 +213,16 @@ class Informer(Generic[T]):
                            reason=f"{self._cut_streams} streamed lists in a row ended before "
                                   "the end of their initial events")
 
-    async def _pause(self, delay: float) -> None:
-        """Back off ``delay`` seconds, or less: once the server answers any request after this
-        failure it is back, and a backoff grown while it was away would only keep the cache
-        stale. Such an early end comes at most once per ``EARLY_RESUME_GUARD``, so a watch
-        that fails on its own while the server answers everyone else still backs off."""
+    async def _pause(self, delay: float, *, early: bool) -> None:
+        """Back off ``delay`` seconds, or less if ``early`` (the server was away or struggling):
+        once the server answers any request after this failure it is back, and a backoff grown
+        while it was away would only keep the cache stale. Such an early end comes at most once
+        per ``EARLY_RESUME_GUARD``, so a watch that fails on its own while the server answers
+        everyone else still backs off. A refusal (403, 401, 404) is never ended early: the
+        server was there to answer it."""
+        if not early:
+            await asyncio.sleep(delay)
+            return
         failed = time.monotonic()
         hold = self._resumed_early + EARLY_RESUME_GUARD - failed
         if hold >= delay:

@@ -20,25 +20,9 @@ from __future__ import annotations
 
 import math
 
-import aiohttp
-
-from slicectl.kube.errors import ApiError
+from slicectl.kube.answers import server_side
 
 EXPEDITE_GUARD = 10.0  # seconds between two early retries of the same key
-
-
-def server_side(exc: BaseException) -> bool:
-    """Whether the failure says "the API server is away or struggling", not "this key is bad"."""
-    seen: BaseException | None = exc
-    for _ in range(8):  # the cause chain: SyncFailed from the client's error
-        if seen is None:
-            return False
-        if isinstance(seen, ApiError):
-            return seen.status >= 500
-        if isinstance(seen, (aiohttp.ClientError, OSError, TimeoutError)):
-            return True
-        seen = seen.__cause__
-    return False
 
 
 class OutageRetries:

@@ -6,7 +6,9 @@ stale. Every request the client makes reports its outcome here; any HTTP answer 
 watch that opened, a write that landed, a 404 or a 409 too) proves the server is there and
 working, except a 429: the server is there but asks its clients to slow down (API Priority
 and Fairness), the moment not to cut anyone's backoff short. Callers waiting out a failure
-ask to be woken by the first such answer after it.
+ask to be woken by the first such answer after it, if the failure was the server's
+(:func:`server_side`): a request the server refused (RBAC, a bad token, a resource it does not
+serve) was answered, and other requests being answered says nothing about it.
 """
 
 from __future__ import annotations
@@ -15,6 +17,10 @@ import asyncio
 import contextlib
 import math
 import time
+
+import aiohttp
+
+from slicectl.kube.errors import ApiError
 
 
 class Answers:
@@ -49,3 +55,18 @@ class Answers:
         finally:
             with contextlib.suppress(ValueError):
                 self._waiters.remove(waiter)
+
+
+def server_side(exc: BaseException) -> bool:
+    """Whether the failure says "the API server is away or struggling", not "this request is
+    refused" (RBAC, credentials, a bad key, an unserved resource)."""
+    seen: BaseException | None = exc
+    for _ in range(8):  # the cause chain: SyncFailed from the client's error
+        if seen is None:
+            return False
+        if isinstance(seen, ApiError):
+            return seen.status >= 500
+        if isinstance(seen, (aiohttp.ClientError, OSError, TimeoutError)):
+            return True
+        seen = seen.__cause__
+    return False

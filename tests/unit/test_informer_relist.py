@@ -15,7 +15,15 @@ from slicectl.cache.handlers import FanOut
 from slicectl.cache.informer import Informer
 from slicectl.kube.answers import Answers
 from slicectl.kube.client import MAX_RETRY_AFTER, ListPage
-from slicectl.kube.errors import Gone, Invalid, NotFound, ServerError, TooManyRequests
+from slicectl.kube.errors import (
+    Forbidden,
+    Gone,
+    Invalid,
+    NotFound,
+    ServerError,
+    TooManyRequests,
+    Unauthorized,
+)
 from slicectl.kube.resources import PODS
 from slicectl.kube.watch import WatchEvent
 from slicectl.model.parse import parse_pod
@@ -369,7 +377,7 @@ async def test_a_watch_retry_after_is_capped_as_the_clients(
     """A proxy's ``Retry-After: 3600`` on a watch must not park the informer for an hour."""
     pauses: list[float] = []
 
-    async def record(self: Informer[PodRecord], delay: float) -> None:
+    async def record(self: Informer[PodRecord], delay: float, *, early: bool) -> None:
         pauses.append(delay)
 
     monkeypatch.setattr(Informer, "_pause", record)
@@ -417,3 +425,28 @@ async def test_answers_end_a_backoff_early_at_most_once_per_guard() -> None:
         await _resumes_within(client, informer_module.EARLY_RESUME_GUARD / 2)
     others.cancel()
     assert client.watch_versions == ["1", "1"], "one early resume, then the minute's backoff"
+
+
+@pytest.mark.parametrize("refusal", [
+    Forbidden(403, "Forbidden", 'pods is forbidden: User "system:serviceaccount:a:b" cannot '
+              'watch resource "pods" in API group "" in the namespace "web"'),
+    Unauthorized(401, "Unauthorized", "Unauthorized"),
+], ids=["403", "401"])
+async def test_a_refusal_is_not_retried_early_when_others_are_answered(
+        refusal: Exception) -> None:
+    """A watch the server refused (RBAC missing a verb, a bad token) failed because of what it
+    asked, not because the server was away: other requests being answered, as they are all
+    along, must not cut its backoff short. Before, each informer's own refusal ended the
+    others' backoffs, and informers refused for good retried every few seconds, not 30."""
+    client = ScriptedClient([([], "1"), ([], "2")], [[refusal], []])
+
+    async def others_answered() -> None:  # the server answers others all along
+        while True:
+            client.answers.note(200)
+            await asyncio.sleep(0.05)
+
+    others = asyncio.create_task(others_answered())
+    with pytest.raises(TimeoutError):
+        await _resumes_within(client, 1.0)
+    others.cancel()
+    assert client.watch_versions == ["1"], "no retry before its own backoff ran out"

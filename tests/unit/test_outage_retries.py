@@ -13,10 +13,10 @@ import aiohttp
 import pytest
 
 from slicectl.controller.controller import Controller, ControllerConfig
-from slicectl.controller.outage import EXPEDITE_GUARD, OutageRetries, server_side
+from slicectl.controller.outage import EXPEDITE_GUARD, OutageRetries
 from slicectl.controller.publish import StatusPublisher
 from slicectl.controller.sync import SyncFailed
-from slicectl.kube.answers import Answers
+from slicectl.kube.answers import Answers, server_side
 from slicectl.kube.client import KubeClient
 from slicectl.kube.errors import Invalid, ServerError, TooManyRequests
 from tests.unit.test_status_retry import SEL
