@@ -13,11 +13,13 @@ Decisions, following client-go's ``tools/events`` broadcaster and its spam filte
 * A write the server rejects (a 4xx: the namespace is gone or terminating, RBAC, an invalid
   Event) is not retried, as client-go's ``recordToSink`` does not; failures that can pass (5xx,
   connection errors) are retried by the flush. Kept pending, a rejected Event was re-sent for
-  ever and its series never forgotten.
+  ever and its series never forgotten. A rejection is logged as a warning (client-go logs it
+  as an error), except those a namespace's deletion brings (404, 403 NamespaceTerminating):
+  without it a Role lacking ``create`` on events went unnoticed.
 * Recording is fire-and-forget: :meth:`EventRecorder.event` is synchronous, never raises and
-  never waits for the API; write errors are logged at debug level. It says whether the event
-  was only a repeat of a series, so a caller logs a persistent problem once per series, not
-  once per occurrence.
+  never waits for the API; failures that may pass are logged at debug level. It says whether
+  the event was only a repeat of a series, so a caller logs a persistent problem once per
+  series, not once per occurrence.
 * Field limits of the API validation are applied (reason/action 128, note 1024,
   reportingInstance 128, all in UTF-8 bytes as the server counts them; the Event's name at
   most 253 characters however long the regarding object's name) instead of losing the event
@@ -35,7 +37,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from slicectl.kube.client import KubeClient
-from slicectl.kube.errors import ApiError, NotFound
+from slicectl.kube.errors import (
+    NAMESPACE_TERMINATING,
+    AlreadyExists,
+    ApiError,
+    Forbidden,
+    NotFound,
+)
 from slicectl.kube.ratelimit import TokenBucket
 from slicectl.kube.resources import EVENTS
 from slicectl.model.records import SelectorRecord
@@ -68,6 +76,14 @@ def _refused(exc: ApiError) -> bool:
     """The server rejected the write for good (its namespace is gone or terminating, RBAC, an
     invalid Event), rather than failing for now (5xx; 429s the client already retried)."""
     return exc.status < 500 and exc.status != 429
+
+
+def _routine(exc: ApiError) -> bool:
+    """A rejection that comes with deleting a namespace (404, 403 NamespaceTerminating) or a
+    create that already landed (409): no news for the operator, unlike RBAC (403), credentials
+    (401) or an invalid Event (422), which client-go logs as errors."""
+    return isinstance(exc, NotFound | AlreadyExists) or (
+        isinstance(exc, Forbidden) and exc.has_cause(NAMESPACE_TERMINATING))
 
 
 def selector_reference(selector: SelectorRecord) -> dict[str, str]:
@@ -211,9 +227,17 @@ class EventRecorder:
                     await self._create(series)
                 series.written_count = count
             except ApiError as exc:
-                if _refused(exc):  # as client-go: the server rejected it, it will not retry
-                    series.written_count = count
-                log.debug("event write failed: %s", exc)
+                if not _refused(exc):
+                    log.debug("event write failed: %s", exc)
+                    return
+                series.written_count = count  # as client-go: rejected, it will not retry
+                if _routine(exc):
+                    log.debug("event write rejected: %s", exc)
+                else:
+                    body = series.body
+                    log.warning("event %s about %s/%s rejected, not retried: %s",
+                                body["reason"], body["regarding"].get("namespace"),
+                                body["regarding"].get("name"), exc)
             except Exception:
                 log.debug("event write failed", exc_info=True)
 

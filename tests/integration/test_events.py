@@ -7,8 +7,11 @@ real cluster too.
 from __future__ import annotations
 
 import contextlib
+import logging
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from slicectl.kube.client import KubeClient
 from slicectl.kube.resources import EVENTS
@@ -111,6 +114,36 @@ async def test_refused_writes_never_reach_the_caller(api: Cluster, tmp_path: Pat
         recorder.event(regarding(api.namespace), WARNING, "InvalidSpec", "bad")  # no raise
         await recorder.flush()
     assert await events(api) == []
+
+
+async def test_a_refused_write_is_logged_as_a_warning_that_names_the_cause(
+    api: Cluster, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An Event the server refuses for good (RBAC without ``create`` on events, a bad token) is
+    dropped, and an operator must learn why their Events never show: client-go logs "Server
+    rejected event (will not retry!)" at error level. Before, this was a debug line only, so a
+    Role missing the verb went unnoticed (seen on a real server: a 403 and no line at info)."""
+    refused = token_kubeconfig(api.kubeconfig, "not-a-valid-token", tmp_path / "kubeconfig")
+    async with await KubeClient.connect(refused) as client:
+        recorder = EventRecorder(client, reporting_instance="slicectl-0")
+        with caplog.at_level(logging.INFO, logger="slicectl.obs.events"):
+            recorder.event(regarding(api.namespace), WARNING, "InvalidSpec", "bad")
+            await recorder.flush()
+    warned = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warned) == 1, warned
+    assert "401" in warned[0] and "InvalidSpec" in warned[0], warned[0]
+
+
+async def test_an_event_in_a_namespace_that_is_gone_is_dropped_quietly(
+    api: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A selector's namespace deleted just before its Event was sent (404): expected, no
+    warning (client-go logs it at error; here it is routine, and the sync logs the problem)."""
+    recorder = EventRecorder(api.client, reporting_instance="slicectl-0")
+    with caplog.at_level(logging.INFO, logger="slicectl.obs.events"):
+        recorder.event(regarding(f"{api.namespace}-gone"), WARNING, "InvalidSpec", "bad")
+        await recorder.flush()
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
 
 
 async def test_write_failures_never_reach_the_caller(
