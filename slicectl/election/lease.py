@@ -260,7 +260,10 @@ class LeaderElector:
             try:
                 await self._write(lease, self._record(spec), sent)
             except ATTEMPT_ERRORS as exc:
-                log.info("lease %s/%s update failed: %r", self.namespace, self.name, exc)
+                # A 409 is a race another replica won; anything else (RBAC without update, a
+                # server error) keeps this replica from leading and must show.
+                level = logging.INFO if isinstance(exc, Conflict) else logging.WARNING
+                log.log(level, "lease %s/%s update failed: %r", self.namespace, self.name, exc)
                 return False
             return True
 
