@@ -252,9 +252,9 @@ async def load_connection(
         account = ServiceAccount(os.environ, _IN_CLUSTER_TOKEN, _IN_CLUSTER_CA)
         return Connection(account, account, in_cluster=True,
                           insecure_skip_tls_verify=insecure_skip_tls_verify)
+    path = _kubeconfig_path(path)
     configuration, config_exception, load_kube_config = kube_config_api()
     cfg = configuration()
-    path = path or _home_kubeconfig()
     try:
         loader = await load_kube_config(
             config_file=path, context=context, client_configuration=cfg, persist_config=False
@@ -269,6 +269,21 @@ async def load_connection(
 
 def _home_kubeconfig() -> str:
     return os.path.expanduser("~/.kube/config")
+
+
+def _kubeconfig_path(path: str | None) -> str:
+    """The kubeconfig to load (``path``, a list as ``$KUBECONFIG`` has, or the home one);
+    ConfigError when none of its files exists: kubernetes-asyncio would read that as an empty
+    kubeconfig ("Expected key current-context"), pointing into a file that is not there."""
+    if not path:
+        home = _home_kubeconfig()
+        if not os.path.exists(home):
+            raise ConfigError("not in a cluster (KUBERNETES_SERVICE_HOST is not set), no "
+                              f"--kubeconfig or $KUBECONFIG given, and no {home}")
+        return home
+    if not any(os.path.exists(os.path.expanduser(p)) for p in path.split(os.pathsep) if p):
+        raise ConfigError(f"kubeconfig {path}: no such file")
+    return path
 
 
 def _ssl_context(cfg: Any, host: str) -> ssl.SSLContext | bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -76,9 +77,40 @@ current-context: x
 """
 
 
-def _run(*flags: str) -> subprocess.CompletedProcess[str]:
+def _run(*flags: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "slicectl", "run", "--metrics-bind-address=0",
-                           *flags], capture_output=True, text=True, timeout=60)
+                           *flags], capture_output=True, text=True, timeout=60, env=env)
+
+
+def _no_cluster_env(home: Path) -> dict[str, str]:
+    """The environment of a shell outside any cluster, with ``home`` as its home."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT")}
+    return {**env, "HOME": str(home)}
+
+
+def test_a_kubeconfig_that_does_not_exist_is_named_as_missing(tmp_path: Path) -> None:
+    """Before, a missing file was read as an empty kubeconfig: "Invalid kube-config file.
+    Expected key current-context", which sends the operator looking inside a file that is not
+    there (kubectl says: no such file or directory)."""
+    missing = tmp_path / "no-such-kubeconfig"
+    for proc in (_run(f"--kubeconfig={missing}", env=_no_cluster_env(tmp_path)),
+                 _run(env={**_no_cluster_env(tmp_path), "KUBECONFIG": str(missing)})):
+        assert proc.returncode == 1
+        assert f"{missing}: no such file" in proc.stderr, proc.stderr
+        assert "current-context" not in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_no_configuration_at_all_says_where_it_looked(tmp_path: Path) -> None:
+    """Outside a cluster with no --kubeconfig, no $KUBECONFIG and no ~/.kube/config."""
+    proc = _run(env=_no_cluster_env(tmp_path))
+    assert proc.returncode == 1
+    lines = [line for line in proc.stderr.splitlines() if "error" in line]
+    assert len(lines) == 1, proc.stderr
+    for where in ("KUBERNETES_SERVICE_HOST", "--kubeconfig", "$KUBECONFIG",
+                  str(tmp_path / ".kube" / "config")):
+        assert where in lines[0], lines[0]
+    assert "current-context" not in proc.stderr and "Traceback" not in proc.stderr
 
 
 @pytest.mark.parametrize("text", ["not: [valid\n", "clusters: 5\n"], ids=["yaml", "shape"])
