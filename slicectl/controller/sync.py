@@ -69,6 +69,7 @@ from slicectl.model.selector import from_label_selector
 from slicectl.model.timefmt import rfc3339_nano
 from slicectl.reconcile import EndpointMemo, Plan, Settings, first_sync_trigger, plan
 from slicectl.reconcile.plan import is_owned
+from slicectl.reconcile.ports import unresolved_ports
 
 log = structlog.get_logger("slicectl.sync")
 
@@ -79,6 +80,8 @@ log = structlog.get_logger("slicectl.sync")
 COMPACTION_WRITES = 3
 COMPACTION_QUIET = 1.0
 
+# The Warning of a named targetPort that none of the selected pods declares.
+REASON_PORT_NOT_FOUND = "TargetPortNotFound"
 FinalSlice = tuple[tuple[str, tuple[EndpointPort, ...]], tuple[Endpoint, ...]]
 
 
@@ -336,6 +339,7 @@ class Syncer:
         )
         self._synced.add(key)
         final = final_slices(existing, the_plan)
+        self._warn_unresolved(spec, final)
         retry = await self._report(key, sel, _outcome(sel, final_counts(final)))
         if len(final) > the_plan.desired_slices and (budget == 0 or the_plan.writes > 0) and (
             not sel.deleting  # the plan of a selector being deleted never compacts
@@ -347,6 +351,14 @@ class Syncer:
         for group, eps in final:
             groups[group] = groups.get(group, 0) + len(eps)
         return SyncResult(key, result, the_plan, retry, groups, len(final))
+
+    def _warn_unresolved(self, sel: SelectorRecord, final: Iterable[FinalSlice]) -> None:
+        """A Warning for each named port that none of the listed endpoints got."""
+        for port in unresolved_ports(sel.ports, (ports for (_, ports), eps in final if eps)):
+            self._warn(sel, REASON_PORT_NOT_FOUND,
+                       f'no selected pod has a {port.protocol} container port named '
+                       f'"{port.target_port}": the endpoints are listed without port '
+                       f'"{port.name}"')
 
     def _label_selector(self, sel: SelectorRecord) -> str:
         return (f"{LABEL_MANAGED_BY}={self._settings.managed_by},"

@@ -2,7 +2,8 @@
 
 A numeric ``targetPort`` is used as is; a name is looked up per pod by name *and* protocol in
 containers, then restartable init containers (the order of ``PodRecord.container_ports``), and
-a name missing on a pod drops that port for that pod. Port lists are normalised (sorted) so that
+a name missing on a pod drops that port for that pod (missing on every pod, it is reported:
+:func:`unresolved_ports`). Port lists are normalised (sorted) so that
 nil, empty and reordered lists are the same group key and never cause a write.
 """
 
@@ -51,6 +52,19 @@ def resolve_ports(
         if number is not None:
             out.append(EndpointPort(sp.name, number, sp.protocol, sp.app_protocol))
     return normalize_ports(out)
+
+
+def unresolved_ports(
+    selector_ports: tuple[SelectorPort, ...], listed: Iterable[tuple[EndpointPort, ...]]
+) -> list[SelectorPort]:
+    """The named selector ports that no endpoint got, given the port lists of the groups that
+    hold endpoints: a name no selected pod declares (a typo, say). None without endpoints."""
+    named = [sp for sp in selector_ports if isinstance(sp.target_port, str)]
+    groups = list(listed) if named else []
+    if not groups:
+        return []
+    found = {(p.name, p.protocol) for ports in groups for p in ports}
+    return [sp for sp in named if (sp.name, sp.protocol) not in found]
 
 
 def numeric_ports(selector_ports: tuple[SelectorPort, ...]) -> tuple[EndpointPort, ...] | None:

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from slicectl.kube.resources import PODS
+from slicectl.kube.resources import EVENTS, PODS
 from tests.integration.conftest import Cluster
 from tests.integration.support import (
     ESEL,
+    Running,
     ensure_node,
     node_name,
     options,
@@ -92,3 +93,44 @@ async def test_pods_become_endpoints_as_the_spec_says(cluster: Cluster) -> None:
         assert ep["conditions"] == {"ready": True, "serving": True, "terminating": False}
         assert ep["nodeName"] == node_name("node-a") and ep["zone"] == "zone-a"
         assert ep["targetRef"]["kind"] == "Pod" and ep["targetRef"]["name"] == name
+
+
+async def test_a_named_port_no_selected_pod_has_is_a_warning(cluster: Cluster) -> None:
+    """A ``targetPort`` name that no selected pod declares (a typo, or pods of another
+    version): SPEC section 3 drops the port for each such pod, so the slices list every pod
+    without that port, useless to a consumer that needs it, while status says Ready. The
+    operator gets a Warning Event (and log line) naming the port. A name that only some pods
+    lack is normal (a rollout adding the port), and a selector with no pods lacks nothing:
+    neither is warned about."""
+    c = cluster
+    await ensure_node(c.client, "node-a", "zone-a")
+    await make_pod(c, "a", ["10.0.0.1"])
+    await make_pod(c, "b", ["10.0.0.2"], containers=[{"name": "main", "image": "x"}])
+    typo = [{"name": "grpc", "protocol": "TCP", "targetPort": "grcp"}]
+    await c.client.create(ESEL, selector_body("typo", WEB, ports=typo), c.namespace)
+    partly = [{"name": "http", "protocol": "TCP", "targetPort": "http"}]
+    await c.client.create(ESEL, selector_body("partly", WEB, ports=partly), c.namespace)
+    await c.client.create(ESEL, selector_body("nothing", {"app": "none"}, ports=partly),
+                          c.namespace)  # no pods, no endpoints: no port is missing
+
+    async def warnings() -> list[dict[str, Any]]:
+        events, _ = await c.client.list(EVENTS, c.namespace)
+        return [e for e in events if e.get("type") == "Warning"]
+
+    async with running_controller(options(c.kubeconfig, c.namespace)) as run:
+        async def warned() -> bool:
+            return bool(await warnings())
+
+        await wait_until(warned, what="a Warning Event")
+        await wait_until(lambda: _idle(run), what="every sync done")
+    [event] = await warnings()
+    assert event["regarding"]["name"] == "typo" and event["reason"] == "TargetPortNotFound"
+    assert '"grcp"' in event["note"] and '"grpc"' in event["note"], event["note"]
+    slices = await slices_of(c.client, c.namespace, "typo")
+    assert sorted(e["addresses"][0] for s in slices for e in s["endpoints"]) == [
+        "10.0.0.1", "10.0.0.2"], "the pods are still listed"
+    assert all(not s.get("ports") for s in slices)
+
+
+async def _idle(run: Running) -> bool:
+    return bool(run.controller.idle())

@@ -20,7 +20,7 @@ from slicectl.reconcile import Settings, plan
 from slicectl.reconcile.desired import desired_state
 from slicectl.reconcile.endpoints import pod_endpoints, pod_included
 from slicectl.reconcile.labels import desired_labels, is_reserved
-from slicectl.reconcile.ports import find_port, normalize_ports, resolve_ports
+from slicectl.reconcile.ports import find_port, normalize_ports, resolve_ports, unresolved_ports
 from tests.unit.reconcile_builders import NODES, FakeCluster, make_pod, make_selector
 
 
@@ -249,3 +249,16 @@ class TestLabels:
         assert is_reserved("endpointslice.kubernetes.io/anything")
         assert not is_reserved("app.kubernetes.io/name")
         assert not is_reserved("team")
+
+
+def test_unresolved_ports_are_the_named_ones_no_listed_endpoint_got() -> None:
+    grpc = SelectorPort("grcp", "grpc", "TCP")
+    http = SelectorPort("http", "http", "TCP")
+    dns = SelectorPort("dns", "dns", "UDP")
+    numeric = SelectorPort(8080, "metrics", "TCP")
+    listed = [(EndpointPort("http", 80, "TCP"), EndpointPort("metrics", 8080, "TCP")),
+              (EndpointPort("metrics", 8080, "TCP"),),  # a pod without http: fine
+              (EndpointPort("dns", 53, "TCP"),)]  # the name, on another protocol
+    assert unresolved_ports((grpc, http, dns, numeric), listed) == [grpc, dns]
+    assert unresolved_ports((numeric,), []) == []
+    assert unresolved_ports((grpc, http), []) == [], "no endpoints: no port is missing"
