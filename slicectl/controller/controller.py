@@ -94,6 +94,13 @@ class ControllerConfig:
     api_retry_period: float = 10.0  # how often an unserved selector API is looked up again
 
 
+def _unserved_hint(ref: SelectorRef) -> str:
+    """What an operator does about a selector API the cluster does not serve."""
+    return (f"the API server does not serve {ref.plural}.{ref.group} {ref.version}: install "
+            f"its CRD (slicectl's is in the chart's crds/) or leave {ref.api_version} out of "
+            "--selector-api")
+
+
 def selector_resource(ref: SelectorRef) -> Resource:
     return Resource(ref.group, ref.version, ref.plural, namespaced=True, kind=ref.kind)
 
@@ -244,7 +251,7 @@ class Controller:
                     break
                 errors = 0
                 log.warning("selector API not served; retrying", api=ref.api_version,
-                            kind=ref.kind)
+                            kind=ref.kind, hint=_unserved_hint(ref))
                 delay = self.config.api_retry_period
             except LOOKUP_ERRORS as exc:  # the API server is struggling, not saying "no"
                 delay = min(self.config.api_retry_period, 0.5 * 2.0 ** min(errors, 10))

@@ -7,15 +7,22 @@ no status subresource, so slicectl writes no status for them.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
+
+import pytest
+import structlog
 
 from slicectl.kube.resources import EVENTS, Resource
 from slicectl.model.apis import CORE, GATEWAY, SLICECTL
 from tests.integration.conftest import Cluster
 from tests.integration.support import (
+    CRD_PATH,
     ESEL,
     FIXTURE_CRDS,
     ROOT,
+    Running,
+    apply_crd,
     apply_fixture_crd,
     create_pod,
     ensure_node,
@@ -158,3 +165,36 @@ async def test_the_readme_example_is_accepted_and_served(cluster: Cluster) -> No
                  "appProtocol": "kubernetes.io/h2c"}]
 
         await wait_until(served, what="the example selector's slice")
+
+
+async def test_a_selector_api_installed_after_the_start_is_served_without_a_restart(
+        api: Cluster) -> None:
+    """The first run: slicectl started before ``kubectl apply`` of the CRD. It stays up and
+    ready (KEP-6116's non-blocking start), says in one warning what is missing and how to fix
+    it, and serves the selectors once the CRD is there, without a restart."""
+    c = api
+    if c.real:
+        pytest.skip("needs a cluster without slicectl's CRD")
+    opts = options(c.kubeconfig, c.namespace)
+    opts = replace(opts, controller=replace(opts.controller, api_retry_period=0.2))
+    with structlog.testing.capture_logs() as logs:
+        async with running_controller(opts) as run:
+            await wait_until(lambda: _ready(run), what="ready without the CRD")
+            await apply_crd(c.client, CRD_PATH)
+            await ensure_node(c.client, "node-a", "zone-a")
+            await create_pod(c.client, c.namespace, "web-0", "10.4.9.1", {"app": "web"})
+            await c.client.create(ESEL, selector_body("web", {"app": "web"}), c.namespace)
+
+            async def listed() -> bool:
+                slices = await slices_of(c.client, c.namespace, "web")
+                return sum(len(s.get("endpoints") or ()) for s in slices) == 1
+
+            await wait_until(listed, what="the pod listed once the CRD is installed")
+    unserved = [e for e in logs if e["event"].startswith("selector API not served")]
+    assert unserved and all(e["log_level"] == "warning" for e in unserved)
+    hint = str(unserved[0].get("hint"))
+    assert "endpointselectors.slicectl.io" in hint and "CRD" in hint, unserved[0]
+
+
+async def _ready(run: Running) -> bool:
+    return run.health.ready
