@@ -35,6 +35,7 @@ from slicectl.model.records import (
     PodRecord,
     SelectorRecord,
 )
+from slicectl.model.sharing import SharedValues
 from slicectl.reconcile.endpoints import pod_endpoints, pod_included
 from slicectl.reconcile.ports import numeric_ports, resolve_ports
 
@@ -46,17 +47,7 @@ _Endpoints = tuple[tuple[GroupKey, Identity, Endpoint], ...]
 _Entry = tuple[PodRecord, str, str | None, _Endpoints]
 _ORDER = 1
 # Group keys by value (see the module docstring); cleared when full.
-_GROUP_KEYS: dict[GroupKey, GroupKey] = {}
-_GROUP_KEYS_MAX = 4096
-
-
-def _shared_key(key: GroupKey) -> GroupKey:
-    found = _GROUP_KEYS.get(key)
-    if found is None:
-        if len(_GROUP_KEYS) >= _GROUP_KEYS_MAX:
-            _GROUP_KEYS.clear()
-        found = _GROUP_KEYS[key] = key
-    return found
+_shared_key: SharedValues[GroupKey] = SharedValues(4096)
 
 
 class EndpointMemo:

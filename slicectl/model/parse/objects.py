@@ -42,6 +42,7 @@ from slicectl.model.records import (
     SliceRecord,
     TargetRef,
 )
+from slicectl.model.sharing import SharedValues
 
 
 def _container_ports(containers: list[Any], what: str) -> list[ContainerPort]:
@@ -69,8 +70,8 @@ class SharedLabels(dict[str, str]):
 _LABELS: weakref.WeakValueDictionary[tuple[tuple[str, str], ...], SharedLabels] = (
     weakref.WeakValueDictionary()
 )
-_PORTS: dict[tuple[ContainerPort, ...], tuple[ContainerPort, ...]] = {}
 _PORTS_MAX = 4096
+_PORTS: SharedValues[tuple[ContainerPort, ...]] = SharedValues(_PORTS_MAX)
 _NO_LABELS = SharedLabels()
 _intern = sys.intern
 _pton, _ntop, _AF_INET = socket.inet_pton, socket.inet_ntop, socket.AF_INET
@@ -96,13 +97,7 @@ def shared_labels(value: Any, what: str) -> Mapping[str, str]:
 
 
 def _shared_ports(ports: list[ContainerPort]) -> tuple[ContainerPort, ...]:
-    key = tuple(ports)
-    found = _PORTS.get(key)
-    if found is None:
-        if len(_PORTS) >= _PORTS_MAX:
-            _PORTS.clear()
-        found = _PORTS[key] = key
-    return found
+    return _PORTS(tuple(ports))
 
 
 def _interned(value: Any, what: str) -> str:
