@@ -17,6 +17,8 @@ import importlib
 import sys
 from collections.abc import Collection, Sequence
 
+from slicectl.cli import signals
+
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "run": ("slicectl.cli.run", "run the controller"),
     "apiserver": ("slicectl.cli.apiserver", "run the embedded Kubernetes API server"),
@@ -40,10 +42,13 @@ def build_parser(configure: Collection[str] = SUBCOMMANDS.keys()) -> argparse.Ar
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The process's command (``argv`` None: its command line), or one run in-process."""
     args_in = list(sys.argv[1:] if argv is None else argv)
     # The subcommand is the first word that is not a flag (the command has no flags of its own
     # but -h); anything else (a typo, none at all) configures nothing and argparse says why.
     command = next((a for a in args_in if not a.startswith("-")), "")
+    if argv is None and command == "run":
+        signals.hold()  # a SIGTERM while the controller's modules load is acted on, not lost
     args = build_parser(SUBCOMMANDS.keys() & {command}).parse_args(args_in)
     module = importlib.import_module(SUBCOMMANDS[args.command][0])
     code: int = module.main(args)

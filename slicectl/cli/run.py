@@ -36,6 +36,7 @@ from typing import Any
 
 import structlog
 
+from slicectl.cli import signals
 from slicectl.cli.flags import (
     LOG_LEVELS,
     add_packing_flags,
@@ -203,6 +204,9 @@ async def run_controller(
     on_started: Callable[[Controller, HealthServer], None] | None = None,
 ) -> int:
     """Run until ``stop`` is set; the body of ``slicectl run`` (also used by the demo)."""
+    if stop.is_set():  # a signal during start-up: nothing started, nothing to undo
+        log.info("shutting down")
+        return 0
     metrics = Metrics()
     client = await KubeClient.connect(opts.kubeconfig, opts.context, opts.client,
                                       on_request=metrics.api_request,
@@ -298,23 +302,22 @@ async def run_controller(
 
 
 def _on_signal(stop: asyncio.Event, sig: signal.Signals) -> None:
-    """The first SIGTERM/SIGINT shuts down gracefully; a second one exits at once with code 1,
-    as kube-controller-manager's (k8s.io/apiserver SetupSignalContext) and controller-runtime's
-    signal handlers do: the way out of a shutdown that hangs on an unreachable API server."""
+    """The first SIGTERM/SIGINT shuts down gracefully; a second one exits at once with code 1
+    (:func:`signals.exit_now`): the way out of a shutdown that hangs on an unreachable API
+    server."""
     if not stop.is_set():
         stop.set()
         return
-    log.warning("second signal: exiting now", signal=sig.name)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(1)
+    signals.exit_now(sig)
 
 
 async def _main(opts: RunOptions) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
+    for sig in signals.SIGNALS:
         loop.add_signal_handler(sig, _on_signal, stop, sig)
+    if (early := signals.take()) is not None:  # came before these handlers: acted on now
+        _on_signal(stop, early)
     tasks: list[asyncio.Task[None]] = []
 
     def started(controller: Controller, _: HealthServer) -> None:

@@ -53,8 +53,10 @@ class Replica:
     """One ``slicectl run`` subprocess with its own metrics and probe ports."""
 
     def __init__(self, name: str, kubeconfig: str, namespaces: list[str], log_dir: Path,
-                 election: Election | None = None, extra: tuple[str, ...] = ()) -> None:
+                 election: Election | None = None, extra: tuple[str, ...] = (),
+                 env: dict[str, str] | None = None) -> None:
         self.name = name
+        self.env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
         self.metrics_port = free_port()
         self.health_port = free_port()
         self.log_path = log_dir / f"{name}.log"
@@ -91,7 +93,7 @@ class Replica:
         with self.log_path.open("ab") as out:
             self.proc = await asyncio.create_subprocess_exec(
                 *self.args, stdout=out, stderr=asyncio.subprocess.STDOUT, cwd=ROOT,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                env=self.env)
 
     @property
     def pid(self) -> int:

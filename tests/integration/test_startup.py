@@ -1,0 +1,88 @@
+"""Start-up of ``slicectl run`` as a process: a signal at any moment of it.
+
+A pod is deleted while it starts more often than one might think (a rollout rolled back, a node
+drained, a Deployment scaled down at once). ``python -m slicectl run`` spends its first few
+hundred milliseconds importing modules and building its options before the event loop's
+signal handlers exist; a SIGTERM there must end it as one later does: promptly, exit 0, no
+traceback. To send the signal at a chosen moment, a ``sitecustomize`` put on the process's
+``PYTHONPATH`` pauses it when it first imports a given module, until the test has signalled it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from tests.integration.conftest import Cluster
+from tests.integration.support import wait_until
+from tests.reliability.procs import ROOT, Replica
+
+PAUSE_HOOK = '''\
+"""Test hook: pause when $SLICECTL_TEST_PAUSE_AT is first imported, while $..._MARK exists."""
+import os
+import sys
+import time
+
+
+class _PauseAt:
+    def find_spec(self, name, path=None, target=None):
+        if name == os.environ.get("SLICECTL_TEST_PAUSE_AT"):
+            sys.meta_path.remove(self)
+            mark = os.environ["SLICECTL_TEST_PAUSE_MARK"]
+            open(mark, "w").close()
+            while os.path.exists(mark):
+                time.sleep(0.01)
+        return None
+
+
+sys.meta_path.insert(0, _PauseAt())
+'''
+
+# Modules the process imports at successive moments of its start-up.
+MOMENTS = [
+    pytest.param("slicectl.cli.run", signal.SIGTERM, id="loading-the-controller"),
+    pytest.param("aiohttp", signal.SIGTERM, id="loading-the-http-client"),
+    pytest.param("uvloop", signal.SIGTERM, id="before-the-event-loop"),
+    pytest.param("uvloop", signal.SIGINT, id="sigint-before-the-event-loop"),
+    pytest.param("kubernetes_asyncio.config.kube_config", signal.SIGTERM,
+                 id="loading-the-kubeconfig"),
+]
+
+
+@pytest.mark.parametrize(("module", "sig"), MOMENTS)
+async def test_a_signal_at_any_moment_of_start_up_ends_the_process_cleanly(
+    cluster: Cluster, tmp_path: Path, module: str, sig: signal.Signals,
+) -> None:
+    """Before the fix a SIGTERM before the event loop existed killed the process (exit -15,
+    nothing flushed; as PID 1 of a container the kernel drops it and the kubelet waits out the
+    grace period), and a SIGINT printed a KeyboardInterrupt traceback."""
+    c = cluster
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(PAUSE_HOOK)
+    mark = tmp_path / "paused"
+    path = os.pathsep.join(p for p in (str(hook), str(ROOT), os.environ.get("PYTHONPATH")) if p)
+    replica = Replica("a", c.kubeconfig, [c.namespace], tmp_path, env={
+        "PYTHONPATH": path, "SLICECTL_TEST_PAUSE_AT": module,
+        "SLICECTL_TEST_PAUSE_MARK": str(mark)})
+    try:
+        await replica.start()
+
+        async def paused() -> bool:
+            return mark.exists() or not replica.running
+
+        await wait_until(paused, what=f"the process imports {module}")
+        assert mark.exists(), replica.tail()
+        replica.signal(sig)
+        mark.unlink()  # the signal is pending or handled: the process goes on
+        assert replica.proc is not None
+        code = await asyncio.wait_for(replica.proc.wait(), 60)
+        assert code == 0, replica.tail()
+        assert replica.logged("shutting down"), replica.tail()
+        assert "Traceback" not in replica.tail(200), replica.tail(200)
+    finally:
+        await replica.kill()
