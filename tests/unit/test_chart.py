@@ -271,6 +271,38 @@ def test_the_chart_refuses_the_lease_timings_slicectl_refuses(
         assert f"--leader-elect-renew-deadline={renew}" in args
 
 
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ["--leader-elect=false"],  # two replicas, both writing: past the replicaCount check
+        ["--leader-elect", "false"],
+        ["--leader-elect-renew-deadline=20s"],  # past the lease timings check: exit 2
+        ["--namespace=other"],  # a namespace the chart's RBAC does not cover
+        ["--managed=other.example.com"],  # argparse takes an unambiguous prefix
+    ],
+)
+def test_extra_args_cannot_override_a_flag_the_chart_sets(extra: list[str]) -> None:
+    """The last of a repeated flag wins (or a repeatable one adds), past every check the chart
+    makes on its values: ``extraArgs: [--leader-elect=false]`` ran two writers."""
+    with pytest.raises(CheckFailed, match="extraArgs"):
+        render_chart({"extraArgs": extra})
+
+
+def test_extra_args_cannot_repeat_any_flag_the_chart_sets() -> None:
+    args = container(render_chart(EVERY_VALUE))["args"][:-len(EVERY_VALUE["extraArgs"])]
+    flags = {arg.split("=", 1)[0] for arg in args}
+    assert len(flags) == 20, flags
+    for flag in flags:
+        with pytest.raises(CheckFailed, match="extraArgs"):
+            render_chart({"extraArgs": [f"{flag}=x"]})
+
+
+def test_extra_args_take_the_flags_the_chart_has_no_value_for() -> None:
+    extra = ["--watch-list=false", "--watch-inactivity-timeout=3m", "--context=ctx",
+             "--kubeconfig=/k", "--insecure-skip-tls-verify"]
+    assert container(render_chart({"extraArgs": extra}))["args"][-len(extra):] == extra
+
+
 def test_pdb_only_with_more_than_one_replica() -> None:
     pdb = the(render_chart(), "PodDisruptionBudget")
     assert pdb["spec"]["minAvailable"] == 1

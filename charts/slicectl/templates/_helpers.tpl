@@ -65,6 +65,11 @@ writes (only slicectl.io's: the KEP and the GEP define no status).
 {{- end }}
 {{- end }}
 
+{{/* The flags the Deployment sets from values (argparse also takes an unambiguous prefix). */}}
+{{- define "slicectl.valueFlags" -}}
+--namespace --selector-api --max-endpoints-per-slice --batch-period --max-batch-period --concurrent-syncs --kube-api-qps --kube-api-burst --managed-by --status-update-period --leader-elect --leader-elect-lease-duration --leader-elect-renew-deadline --leader-elect-retry-period --leader-elect-resource-namespace --leader-elect-resource-name --metrics-bind-address --health-probe-bind-address --log-level --log-format
+{{- end }}
+
 {{/* A Go duration ("1m30s", "500ms", "0s") in milliseconds, to compare the lease timings. */}}
 {{- define "slicectl.durationMillis" -}}
 {{- $units := dict "ns" 0.000001 "us" 0.001 "µs" 0.001 "ms" 1.0 "s" 1000.0 "m" 60000.0 "h" 3600000.0 }}
