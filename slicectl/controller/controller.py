@@ -20,7 +20,8 @@ It owns the lifecycle of the moving parts and nothing else:
   synced once, not when the queue is idle (under steady churn it never is);
 * a selector API that the cluster does not serve yet is retried in the background and does not
   hold the others back (KEP-6116's non-blocking start-up); an error while looking it up (5xx,
-  connection refused) is retried with backoff, never fatal.
+  connection refused) is retried with backoff, never fatal, and holds the caches unsynced:
+  it does not say the API is unserved, and its selectors may well exist.
 """
 
 from __future__ import annotations
@@ -253,12 +254,13 @@ class Controller:
                 log.warning("selector API not served; retrying", api=ref.api_version,
                             kind=ref.kind, hint=_unserved_hint(ref))
                 delay = self.config.api_retry_period
-            except LOOKUP_ERRORS as exc:  # the API server is struggling, not saying "no"
+                listed.set()  # not served: do not hold the other APIs back
+            except LOOKUP_ERRORS as exc:  # the API server is struggling, not saying "no":
+                # the caches are not synced without this API's selectors (readiness waits)
                 delay = min(self.config.api_retry_period, 0.5 * 2.0 ** min(errors, 10))
                 errors += 1
                 log.warning("selector API look-up failed; retrying", api=ref.api_version,
                             error=str(exc) or repr(exc), retry_in=delay)
-            listed.set()  # do not hold the other APIs back
             await asyncio.sleep(delay)
         r = self.router
         handler = _Handler(ref.plural, r.selector_added, r.selector_updated, r.selector_deleted,

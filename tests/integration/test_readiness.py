@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 
 import aiohttp
+import pytest
+import structlog
 
 from tests.integration.conftest import Cluster
 from tests.integration.support import (
@@ -55,6 +57,44 @@ async def test_ready_only_after_the_first_sync_wrote_the_slices(cluster: Cluster
         await wait_until(ready, what="/readyz 200")
         slices = await slices_of(c.client, c.namespace, "web")
         assert sum(len(s["endpoints"]) for s in slices) == 1, "ready before the first sync"
+
+
+@pytest.mark.embedded_only(reason="fault injection: discovery answered 503")
+async def test_not_ready_while_the_selector_api_could_not_be_looked_up(cluster: Cluster) -> None:
+    """A failed look-up (a 5xx, no answer: the API server down at start) says nothing about
+    whether the selector API is served. It let the caches count as synced without the
+    selectors, so /readyz said ready, and 'initial sync done' came, before any selector was
+    listed, let alone synced; only an API found unserved may leave them behind."""
+    c = cluster
+    assert c.server is not None
+    await ensure_node(c.client, "node-a", "zone-a")
+    await create_pod(c.client, c.namespace, "web-0", "10.8.1.1", {"app": "web"})
+    await c.client.create(ESEL, selector_body("web", {"app": "web"}), c.namespace)
+    c.server.faults.discovery_error_rate = 1.0
+    opts = options(c.kubeconfig, c.namespace)
+    opts = dataclasses.replace(
+        opts, controller=dataclasses.replace(opts.controller, api_retry_period=0.2))
+    with structlog.testing.capture_logs() as logs:
+        async with running_controller(opts) as run:
+            controller = run.controller
+
+            async def others_listed_and_looked_up_twice() -> bool:
+                failed = [e for e in logs if e["event"] == "selector API look-up failed; retrying"]
+                return len(failed) >= 2 and all(
+                    inf.synced.is_set() for inf in controller._informers)
+
+            await wait_until(others_listed_and_looked_up_twice,
+                             what="pods, nodes, slices listed; two failed look-ups")
+            assert not controller.caches_synced.is_set()
+            assert not run.health.ready
+            c.server.faults.discovery_error_rate = 0.0
+
+            async def ready() -> bool:
+                return run.health.ready
+
+            await wait_until(ready, what="ready once the selector API is looked up")
+            slices = await slices_of(c.client, c.namespace, "web")
+            assert sum(len(s["endpoints"]) for s in slices) == 1, "ready before the first sync"
 
 
 def health_port(run: Running) -> int:
