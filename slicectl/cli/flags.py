@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable
 
 from slicectl.controller.batching import STREAM_MAX_WINDOW
+from slicectl.model.parse.common import dns_label_error
 from slicectl.obs.health import parse_bind_address
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
@@ -47,6 +48,16 @@ def duration(minimum: float = 0.0, *, strictly_positive: bool = False) -> Callab
         return seconds
 
     return parse
+
+
+def namespace_name(text: str) -> str:
+    """A namespace name (an RFC 1123 label). The API server answers a list in a namespace that
+    cannot exist with an empty list, and an empty name means every namespace to the client."""
+    if dns_label_error(text):
+        raise argparse.ArgumentTypeError(
+            f"invalid namespace {text!r}: must be a lowercase RFC 1123 label of at most 63 "
+            "characters")
+    return text
 
 
 def int_between(low: int, high: int) -> Callable[[str], int]:

@@ -44,6 +44,7 @@ from slicectl.cli.flags import (
     boolean,
     duration,
     int_between,
+    namespace_name,
     positive_float,
 )
 from slicectl.cli.gctune import freeze_heap_once, tune_collector
@@ -73,7 +74,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     a("--kubeconfig", metavar="FILE",
       help="path to a kubeconfig; default $KUBECONFIG, in-cluster, ~/.kube/config")
     a("--context", metavar="NAME", help="kubeconfig context to use (default: the current context)")
-    a("--namespace", action="append", default=[], metavar="NS",
+    a("--namespace", action="append", default=[], metavar="NS", type=namespace_name,
       help="watch only this namespace (repeatable; default: all namespaces)")
     a("--selector-api", metavar="GROUP/VERSION", action="append", default=[],
       choices=sorted(SELECTOR_APIS),
@@ -109,7 +110,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     a("--leader-elect-retry-period", metavar="DURATION", type=positive_duration,
       default=2.0,
       help="time between attempts to acquire or renew the lease")
-    a("--leader-elect-resource-namespace", metavar="NS", default=None,
+    a("--leader-elect-resource-namespace", metavar="NS", default=None, type=namespace_name,
       help="namespace of the Lease (default: the pod's namespace, else kube-system)")
     a("--leader-elect-resource-name", metavar="NAME", default="slicectl", help="name of the Lease")
     a("--metrics-bind-address", metavar="ADDR", type=bind_address, default=":8080",

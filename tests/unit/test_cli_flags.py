@@ -33,6 +33,11 @@ from slicectl.model.apis import CORE, SLICECTL
         (["--log-format", "xml"], "invalid choice"),
         (["--metrics-bind-address=localhost"], "invalid bind address 'localhost'"),
         (["--health-probe-bind-address=:99999"], "invalid bind address ':99999'"),
+        # A list in no valid namespace is an empty list to the API server, and "" watched all
+        # of them: an unset $NS or a typo served nothing, or everything, without a word.
+        (["--namespace="], "invalid namespace ''"),
+        (["--namespace=team-a", "--namespace", "Team_B"], "invalid namespace 'Team_B'"),
+        (["--leader-elect-resource-namespace=kube system"], "invalid namespace 'kube system'"),
     ],
 )
 def test_bad_flag_exits_2_with_a_clear_message(flags: list[str], message: str) -> None:
