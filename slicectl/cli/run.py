@@ -205,14 +205,24 @@ async def run_controller(
     on_started: Callable[[Controller, HealthServer], None] | None = None,
 ) -> int:
     """Run until ``stop`` is set; the body of ``slicectl run`` (also used by the demo)."""
-    if stop.is_set():  # a signal during start-up: nothing started, nothing to undo
+    metrics = Metrics()
+    # A kubeconfig's exec plugin runs here, and may never answer (a login waiting for a
+    # browser): a signal meanwhile ends the start-up, as one before it (nothing to undo).
+    connecting = asyncio.ensure_future(KubeClient.connect(
+        opts.kubeconfig, opts.context, opts.client, on_request=metrics.api_request,
+        on_rate_limit=metrics.rate_limited,
+        insecure_skip_tls_verify=opts.insecure_skip_tls_verify))
+    stopped = asyncio.ensure_future(stop.wait())
+    await asyncio.wait([connecting, stopped], return_when=asyncio.FIRST_COMPLETED)
+    stopped.cancel()
+    if stop.is_set():
+        connecting.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            early = await connecting  # it may have connected as the signal came
+            await early.close()
         log.info("shutting down")
         return 0
-    metrics = Metrics()
-    client = await KubeClient.connect(opts.kubeconfig, opts.context, opts.client,
-                                      on_request=metrics.api_request,
-                                      on_rate_limit=metrics.rate_limited,
-                                      insecure_skip_tls_verify=opts.insecure_skip_tls_verify)
+    client = connecting.result()
     health = HealthServer(metrics, metrics_bind_address=opts.metrics_bind_address,
                           health_probe_bind_address=opts.health_probe_bind_address)
     # Leader election has a client of its own: its renewals never wait behind the workers'

@@ -13,11 +13,13 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import sys
 from pathlib import Path
 
 import pytest
 
 from tests.integration.conftest import Cluster
+from tests.integration.credentials import user_kubeconfig
 from tests.integration.support import wait_until
 from tests.reliability.procs import ROOT, Replica
 
@@ -84,5 +86,44 @@ async def test_a_signal_at_any_moment_of_start_up_ends_the_process_cleanly(
         assert code == 0, replica.tail()
         assert replica.logged("shutting down"), replica.tail()
         assert "Traceback" not in replica.tail(200), replica.tail(200)
+    finally:
+        await replica.kill()
+
+
+HANGING_PLUGIN = """\
+import os, pathlib, sys, time
+parent = os.getppid()
+pathlib.Path(sys.argv[1]).touch()
+while os.getppid() == parent:  # never answers; goes with the process that ran it
+    time.sleep(0.1)
+"""
+
+
+async def test_a_sigterm_while_an_exec_plugin_hangs_ends_the_process(
+    cluster: Cluster, tmp_path: Path,
+) -> None:
+    """The kubeconfig's exec plugin runs before anything else starts (``aws eks get-token``
+    waiting on a metadata service, a login plugin waiting for a browser). A SIGTERM then was
+    noted and nothing acted on it until the plugin answered: the kubelet's SIGKILL came first."""
+    script, started = tmp_path / "plugin.py", tmp_path / "plugin-started"
+    script.write_text(HANGING_PLUGIN)
+    kubeconfig = user_kubeconfig(cluster.kubeconfig, {"exec": {
+        "apiVersion": "client.authentication.k8s.io/v1", "command": sys.executable,
+        "args": [str(script), str(started)], "interactiveMode": "Never"}},
+        tmp_path / "kubeconfig")
+    replica = Replica("a", kubeconfig, [cluster.namespace], tmp_path)
+    try:
+        await replica.start()
+
+        async def plugin_runs() -> bool:
+            return started.exists() or not replica.running
+
+        await wait_until(plugin_runs, what="the exec plugin runs")
+        assert replica.running, replica.tail()
+        replica.signal(signal.SIGTERM)
+        assert replica.proc is not None
+        code = await asyncio.wait_for(replica.proc.wait(), 60)
+        assert code == 0, replica.tail()
+        assert replica.logged("shutting down"), replica.tail()
     finally:
         await replica.kill()
