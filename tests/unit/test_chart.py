@@ -130,7 +130,17 @@ def test_without_leader_election_an_update_never_runs_two_writers() -> None:
     deploy = the(render_chart({"replicaCount": 1, "leaderElection": {"enabled": False}}),
                  "Deployment")
     assert deploy["spec"]["strategy"] == {"type": "Recreate"}
-    assert "strategy" not in the(render_chart(), "Deployment")["spec"]
+
+
+def test_the_update_strategy_is_rendered_whole_so_an_upgrade_can_switch_it() -> None:
+    """Helm 4 applies server-side, and a field the API server defaulted belongs to no field
+    manager: with the rolling update left to the defaults, an upgrade to Recreate (leader
+    election turned off) kept the defaulted ``rollingUpdate`` and was refused on a real
+    v1.32.6 ("spec.strategy.rollingUpdate: Forbidden: may not be specified when strategy
+    `type` is 'Recreate'"). Rendered whole, the chart owns ``rollingUpdate`` and drops it."""
+    strategy = the(render_chart(), "Deployment")["spec"]["strategy"]
+    assert strategy == {"type": "RollingUpdate",
+                        "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}}
 
 
 # A value for every flag the chart has one for, none of them its default.
