@@ -56,6 +56,7 @@ from slicectl.controller.controller import (
 from slicectl.controller.supervisor import Supervisor
 from slicectl.election.lease import LeaderElector
 from slicectl.kube.client import ClientSettings, KubeClient
+from slicectl.kube.compat import check_server, needed_apis
 from slicectl.kube.config import ConfigError
 from slicectl.model.apis import DEFAULT_SELECTOR_API, SELECTOR_APIS, selector_api
 from slicectl.model.selector import label_value_error
@@ -273,6 +274,9 @@ async def run_controller(
     try:
         await health.start()
         supervisor.spawn("caches", controller.run_caches, restart=False)
+        supervisor.spawn("server check",
+                         lambda: check_server(client, needed_apis(opts.leader_elect)),
+                         restart=False)
         if elector is not None:
             supervisor.spawn("elector", campaign, restart=True)
         else:
