@@ -54,6 +54,7 @@ from slicectl.sim.patch import (
     patch_via,
 )
 from slicectl.sim.protobuf import ProtobufError, is_protobuf
+from slicectl.sim.quota import CountQuotas
 from slicectl.sim.registry import Registry, crd_status
 from slicectl.sim.resources import (
     CRD_TYPE,
@@ -110,6 +111,7 @@ class Api:
         self.registry = registry
         self.lifecycle = lifecycle
         self.bookmark_interval = bookmark_interval
+        self.quota = CountQuotas()
 
     # -- reads ------------------------------------------------------------------------------
 
@@ -308,6 +310,8 @@ class Api:
         name = body["metadata"]["name"]
         self._admit(request, rt, body, None)
         self._check_namespace(rt, namespace, name)
+        if self.quota.applies(rt, namespace):
+            self.quota.admit(rt, namespace, name, self.store.count(rt, namespace))
         if refuse_rv:
             raise errors.resource_version_on_create()
         if self.store.get(rt, namespace, name) is not None:

@@ -69,6 +69,7 @@ class EmbeddedApiServer:
         self.kubelet = Kubelet(self.store, self.lifecycle, pod_grace_scale) if kubelet else None
         self.api = Api(self.store, self.registry, self.lifecycle, bookmark_interval)
         self.faults = Faults(self.store)
+        self.quota = self.api.quota  # ResourceQuota object counts (sim/quota.py)
         self.metrics = RequestCounter()
         self.url = ""
         self._kubeconfig_arg = Path(kubeconfig_path) if kubeconfig_path else None

@@ -171,6 +171,11 @@ class Store:
     def get(self, rt: ResourceType, namespace: str, name: str) -> Obj | None:
         return self.bucket(rt).objects.get(object_key(namespace, name))
 
+    def count(self, rt: ResourceType, namespace: str) -> int:
+        """How many objects of ``rt`` ``namespace`` holds."""
+        prefix = object_key(namespace, "")
+        return sum(1 for key in self.bucket(rt).objects if key.startswith(prefix))
+
     def by_uid(self, uid: str) -> tuple[StorageKey, Obj] | None:
         where = self.uids.get(uid)
         if where is None:
