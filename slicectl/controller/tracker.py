@@ -50,6 +50,7 @@ class SliceTracker:
     ) -> None:
         self._by_selector: dict[str, dict[str, tuple[int, float]]] = {}  # uid -> (gen, when)
         self._unknown_creates: dict[str, int] = {}  # selector -> creates of unknown outcome
+        self._refused: set[str] = set()  # selectors whose latest create was refused
         self._waiting: set[str] = set()  # selectors whose sync waits for the cache
         self._gone: dict[str, float] = {}  # uid -> when its deletion event came (oldest first)
         self._ttl = ttl
@@ -60,7 +61,8 @@ class SliceTracker:
         return len(self.keys())
 
     def keys(self) -> set[str]:
-        return self._by_selector.keys() | self._unknown_creates.keys() | self._waiting
+        return (self._by_selector.keys() | self._unknown_creates.keys() | self._waiting
+                | self._refused)
 
     # -- our writes ----------------------------------------------------------------------
 
@@ -86,13 +88,22 @@ class SliceTracker:
         """A create is about to be sent: its outcome is unknown until it is settled."""
         self._unknown_creates[selector_key] = self._unknown_creates.get(selector_key, 0) + 1
 
-    def create_settled(self, selector_key: str) -> None:
-        """The create was answered (created, or definitely refused)."""
+    def create_settled(self, selector_key: str, refused: bool = False) -> None:
+        """The create was answered: created, or (``refused``) definitely refused."""
+        if refused:
+            self._refused.add(selector_key)
+        else:
+            self._refused.discard(selector_key)
         left = self._unknown_creates.get(selector_key, 0) - 1
         if left > 0:
             self._unknown_creates[selector_key] = left
         else:
             self._unknown_creates.pop(selector_key, None)
+
+    def creates_refused(self, selector_key: str) -> bool:
+        """The selector's latest answered create was refused (a used-up ResourceQuota, RBAC):
+        its next creates are sent one first, not all at once only to be refused again."""
+        return selector_key in self._refused
 
     def has_unknown_creates(self, selector_key: str) -> bool:
         return selector_key in self._unknown_creates
@@ -222,6 +233,7 @@ class SliceTracker:
         self._by_selector.pop(selector_key, None)
         self._unknown_creates.pop(selector_key, None)
         self._waiting.discard(selector_key)
+        self._refused.discard(selector_key)
 
     def tracked(self, selector_key: str) -> dict[str, int]:
         return {uid: gen for uid, (gen, _) in self._by_selector.get(selector_key, {}).items()}

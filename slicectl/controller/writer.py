@@ -23,6 +23,11 @@ Every write passes the write gate twice: before it is built (a replica that is n
 it leads stops mid-plan rather than racing the new leader) and, through the client's ``guard``,
 right before it is sent, after any rate-limiter wait or 429 pause.
 
+A create the server refuses (a namespace's ResourceQuota used up, RBAC) marks the selector in
+the tracker until one of its creates lands: until then a sync's creates go one first and the
+rest only once it landed, so every sync of a selector that keeps being refused (each change
+to its pods brings one, as upstream's) sends one create, not one per slice it lacks.
+
 A create refused because the namespace is being deleted raises :class:`NamespaceTerminating`,
 so that the sync can drop it as upstream does rather than retry it (``Syncer.sync``).
 
@@ -34,7 +39,7 @@ cleared by a definite answer, so the next sync looks at the server before creati
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -167,8 +172,9 @@ class SliceWriter:
             raw = await self._client.create(ENDPOINTSLICES, body, ns, guard=self._guard,
                                             prepaid=token.use())
         except BaseException as exc:
-            if _refused(exc):
-                self._tracker.create_settled(key)
+            if _refused(exc):  # a refusal of the create itself marks the selector
+                self._tracker.create_settled(
+                    key, refused=isinstance(exc, ApiError) and not isinstance(exc, AlreadyExists))
             if isinstance(exc, Forbidden) and exc.has_cause(NAMESPACE_TERMINATING):
                 raise NamespaceTerminating(exc.message) from exc
             raise
@@ -187,21 +193,26 @@ class SliceWriter:
         result = result if result is not None else WriteResult()
         token = token if token is not None else Prepaid()
         for stage in write_stages(plan):
-            writes = [
-                *(self._create_one(key, selector, spec, trigger_time, result, token)
-                  for spec in stage.creates),
+            await _together([
+                *self._creates(key, selector, stage.creates, trigger_time, result, token),
                 *(self._update_one(key, selector, update, trigger_time, result, token)
                   for update in stage.updates),
                 *(self._delete_one(key, selector, old, result, token) for old in stage.deletes),
-            ]
-            if len(writes) == 1:
-                await writes[0]
-                continue
-            outcomes = await asyncio.gather(*writes, return_exceptions=True)
-            for outcome in outcomes:
-                if isinstance(outcome, BaseException):
-                    raise outcome
+            ])
         return result
+
+    def _creates(
+        self, key: str, selector: SelectorRecord, specs: tuple[SliceSpec, ...],
+        trigger_time: str | None, result: WriteResult, token: Prepaid,
+    ) -> list[Coroutine[Any, Any, None]]:
+        """A stage's creates, to go out together; but after a refused create (a used-up
+        ResourceQuota) one goes first and the others once it landed, so that a refusal
+        that lasts costs one request per sync, not one per slice the selector lacks."""
+        creates = [self._create_one(key, selector, spec, trigger_time, result, token)
+                   for spec in specs]
+        if len(creates) < 2 or not self._tracker.creates_refused(key):
+            return creates
+        return [_one_then_the_rest(creates[0], creates[1:])]
 
     async def _create_one(
         self, key: str, selector: SelectorRecord, spec: SliceSpec, trigger_time: str | None,
@@ -283,3 +294,27 @@ class SliceWriter:
             self._tracker.wrote(key, written.uid, written.generation)
             return written
         return None
+
+
+async def _together(writes: list[Coroutine[Any, Any, None]]) -> None:
+    """Run ``writes`` concurrently; once all are answered, raise the first failure (in
+    order), if any."""
+    if len(writes) == 1:
+        await writes[0]
+        return
+    outcomes = await asyncio.gather(*writes, return_exceptions=True)
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException):
+            raise outcome
+
+
+async def _one_then_the_rest(first: Coroutine[Any, Any, None],
+                             rest: list[Coroutine[Any, Any, None]]) -> None:
+    """``first``, then ``rest`` together if it succeeded (else they are closed unsent)."""
+    try:
+        await first
+    except BaseException:
+        for write in rest:
+            write.close()
+        raise
+    await _together(rest)

@@ -93,3 +93,17 @@ def test_a_selector_whose_slices_all_went_leaves_nothing_behind() -> None:
     t.stale("ns/expired", [])  # the expectation expires
     t.resolve_unknown_creates("ns/resolved", [])
     assert len(t) == 0
+
+
+def test_a_refused_create_marks_the_selector_until_a_create_lands_or_it_goes() -> None:
+    t = SliceTracker()
+    t.create_started(SEL)
+    t.create_settled(SEL, refused=True)  # a used-up quota
+    assert t.creates_refused(SEL) and not t.has_unknown_creates(SEL)
+    t.create_started(SEL)
+    t.create_settled(SEL)  # the quota raised: a create landed
+    assert not t.creates_refused(SEL)
+    t.create_started(SEL)
+    t.create_settled(SEL, refused=True)
+    t.forget(SEL)  # the selector was deleted while refused
+    assert not t.creates_refused(SEL) and len(t) == 0
