@@ -39,7 +39,7 @@ cleared by a definite answer, so the next sync looks at the server before creati
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -177,6 +177,8 @@ class SliceWriter:
                     key, refused=isinstance(exc, ApiError) and not isinstance(exc, AlreadyExists))
             if isinstance(exc, Forbidden) and exc.has_cause(NAMESPACE_TERMINATING):
                 raise NamespaceTerminating(exc.message) from exc
+            if isinstance(exc, ApiError):
+                raise _as_requested(exc, body["metadata"].get("generateName", "")) from None
             raise
         self._tracker.create_settled(key)
         return raw
@@ -318,3 +320,18 @@ async def _one_then_the_rest(first: Coroutine[Any, Any, None],
             write.close()
         raise
     await _together(rest)
+
+
+def _as_requested(exc: ApiError, prefix: str) -> ApiError:
+    """``exc`` with the name the server generated for the refused create (and never stored)
+    written as the ``generateName`` asked for, ``"web-*"``: a refusal that lasts (a used-up
+    ResourceQuota) then reads the same every time, one Warning series and one log line, not
+    a new one per attempt."""
+    details = (exc.body or {}).get("details")
+    name = details.get("name") if isinstance(details, Mapping) else None
+    quoted = f'"{name}"'
+    if not prefix or not isinstance(name, str) or not name.startswith(prefix) or (
+            quoted not in exc.message):
+        return exc
+    message = exc.message.replace(quoted, f'"{prefix}*"')
+    return type(exc)(exc.status, exc.reason, message, exc.body, exc.retry_after)

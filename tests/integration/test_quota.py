@@ -18,7 +18,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+from collections.abc import AsyncIterator
 from typing import Any
+
+import structlog
 
 from slicectl.kube.errors import AlreadyExists
 from slicectl.kube.resources import ENDPOINTSLICES, EVENTS, Resource
@@ -137,13 +140,22 @@ async def test_a_used_up_quota_warns_keeps_the_slices_current_and_recovers(
         await wait_until(recovered, limit=60.0, what="web Ready again")
 
 
-async def test_a_refused_create_is_not_sent_again_with_all_its_siblings(
-    cluster: Cluster,
-) -> None:
-    """A sync sends its creates together; when the quota refuses them, the next syncs (every
-    change to the selector's pods brings one, whatever the backoff) try one create, not all
-    of them again: 20 new slices refused on every pod event would be 20 requests each."""
-    c = cluster
+Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
+def refusals(samples: Samples) -> tuple[float, float]:
+    """The controller's refused slice creates and failed syncs, from its /metrics."""
+    refused = samples.get(("slicectl_api_requests_total", (
+        ("code", "403"), ("resource", "endpointslices"), ("verb", "POST"))), 0.0)
+    failed = samples.get(("endpoint_slice_controller_syncs_total", (("result", "error"),)), 0.0)
+    return refused, failed
+
+
+@contextlib.asynccontextmanager
+async def refused_again_and_again(c: Cluster) -> AsyncIterator[list[tuple[float, float]]]:
+    """A selector that lacks four slices under a used-up quota, synced (and refused) after
+    each of six pod changes; yields, once that is done, [(refused creates, failed syncs)]
+    from its first refusal on."""
     await ensure_node(c.client, "node-a", "zone-a")
     await create_pod(c.client, c.namespace, "web-0", "10.72.0.1", {"app": "web"})
     await limit_slices(c, 1)
@@ -151,34 +163,52 @@ async def test_a_refused_create_is_not_sent_again_with_all_its_siblings(
         options(c.kubeconfig, c.namespace, max_endpoints_per_slice=1),
         metrics_bind_address="127.0.0.1:0")
     async with running_controller(opts) as run:
+        async def counts() -> tuple[float, float]:
+            return refusals(await scrape(run.health.metrics_port))
+
         await c.client.create(ESEL, selector_body("web", {"app": "web"}), c.namespace)
         await wait_until(listing(c.client, c.namespace, "web", {"web-0"}), what="web's slice")
         for i in range(1, 5):  # four more one-endpoint slices, none of which fits
             await create_pod(c.client, c.namespace, f"web-{i}", f"10.72.0.{i + 1}",
                              {"app": "web"})
 
-        def counts(samples: dict[tuple[str, tuple[tuple[str, str], ...]], float],
-                   ) -> tuple[float, float]:
-            refused = samples.get(("slicectl_api_requests_total", (
-                ("code", "403"), ("resource", "endpointslices"), ("verb", "POST"))), 0.0)
-            failed = samples.get(("endpoint_slice_controller_syncs_total",
-                                  (("result", "error"),)), 0.0)
-            return refused, failed
-
         async def refused_once() -> bool:
-            return counts(await scrape(run.health.metrics_port))[1] >= 1
+            return (await counts())[1] >= 1
 
         await wait_until(refused_once, what="a sync refused by the quota")
-        first_refused, first_failed = counts(await scrape(run.health.metrics_port))
+        first_refused, first_failed = await counts()
         for flip in range(6):  # each change syncs web at once, and each sync is refused
             await set_ready(c.client, c.namespace, "web-0", flip % 2 == 1)
 
             async def synced_again(n: float = first_failed + flip + 1) -> bool:
-                return counts(await scrape(run.health.metrics_port))[1] >= n
+                return (await counts())[1] >= n
 
             await wait_until(synced_again, what="web synced again after a pod change")
-        refused, failed = counts(await scrape(run.health.metrics_port))
-    assert failed - first_failed >= 6
-    assert refused - first_refused <= failed - first_failed, (
-        f"{refused - first_refused:g} refused creates in {failed - first_failed:g} failed "
-        "syncs: every sync sent all its creates again")
+        refused, failed = await counts()
+        yield [(refused - first_refused, failed - first_failed)]
+
+
+async def test_a_refused_create_is_not_sent_again_with_all_its_siblings(
+    cluster: Cluster,
+) -> None:
+    """A sync sends its creates together; when the quota refuses them, the next syncs (every
+    change to the selector's pods brings one, whatever the backoff) try one create, not all
+    of them again: 20 new slices refused on every pod event would be 20 requests each."""
+    async with refused_again_and_again(cluster) as counted:
+        [(refused, failed)] = counted
+    assert failed >= 6
+    assert refused <= failed, (
+        f"{refused:g} refused creates in {failed:g} failed syncs: every sync sent all its "
+        "creates again")
+
+
+async def test_the_same_refusal_is_one_warning_series(cluster: Cluster) -> None:
+    """The server names the object it generated (``"web-x7k2p" is forbidden``), another name
+    each time; in the Warning's note that made every refused sync a new Event and a new
+    ``selector problem`` log line, where one series is the same problem seen again."""
+    with structlog.testing.capture_logs() as logs:
+        async with refused_again_and_again(cluster):
+            pass
+    notes = [line["note"] for line in logs if line["event"] == "selector problem"]
+    assert len(notes) == 1, notes
+    assert "exceeded quota" in notes[0]
