@@ -118,10 +118,12 @@ class WriteResult:
 
 @dataclass(slots=True)
 class Prepaid:
-    """A sync's claim on one rate-limit token, taken before its plan was made."""
+    """A sync's claim on one rate-limit token, taken before its plan was made, and the turn
+    its other writes take to wait for theirs (:meth:`SliceWriter._pay`)."""
 
     reserved: bool = False  # a token was taken from the client's bucket
     used: bool = False  # ... and a write went out with it
+    turn: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     def use(self) -> bool:
         """True once, for the first write after the token was taken."""
@@ -151,6 +153,22 @@ class SliceWriter:
         token.reserved = True
         return self._client.reserve_token()
 
+    async def _pay(self, token: Prepaid) -> bool:
+        """Hold a rate-limit token for one write of the sync (then it goes out ``prepaid``):
+        the sync's first, or one taken in turn, a single write of the sync at a time waiting
+        for the client's bucket. Taken all at once, a sync's 200 creates booked the next 200
+        tokens, and every other selector's first write waited 10 s behind them (at 20 QPS);
+        in turn, the syncs of the other workers get their tokens between two of these, as
+        upstream's one-write-at-a-time syncs do. Writes with their token at hand still go out
+        together."""
+        if token.use():
+            return True
+        async with token.turn:
+            wait = self._client.reserve_token()
+            if wait > 0:
+                await asyncio.sleep(wait)
+        return True
+
     def refund(self, token: Prepaid) -> None:
         """Give back the token if no write used it."""
         if token.reserved and not token.used:
@@ -170,7 +188,7 @@ class SliceWriter:
         self._tracker.create_started(key)
         try:
             raw = await self._client.create(ENDPOINTSLICES, body, ns, guard=self._guard,
-                                            prepaid=token.use())
+                                            prepaid=await self._pay(token))
         except BaseException as exc:
             if _refused(exc):  # a refusal of the create itself marks the selector
                 self._tracker.create_settled(
@@ -246,7 +264,7 @@ class SliceWriter:
         try:
             await self._client.delete(
                 ENDPOINTSLICES, old.name, selector.namespace, preconditions={"uid": old.uid},
-                guard=self._guard, prepaid=token.use(),
+                guard=self._guard, prepaid=await self._pay(token),
             )
         except NotFound:
             return  # already gone: nothing to wait for
@@ -272,7 +290,7 @@ class SliceWriter:
             try:
                 raw = await self._client.patch(
                     ENDPOINTSLICES, current.existing.name, patch, ns, patch_type="json",
-                    guard=self._guard, prepaid=token.use(),
+                    guard=self._guard, prepaid=await self._pay(token),
                 )
             except NotFound:
                 raise SliceVanished(f"{current.existing.key} was deleted meanwhile") from None
