@@ -40,6 +40,7 @@ class ApiError(Exception):
         self.details = details
         self.headers = headers or {}
         self.metadata: dict[str, Any] = {}  # e.g. a fresh continue token on an expired one
+        self.plain = False  # answered as Go's http.Error text, not a Status (flow control)
 
     def status(self) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -259,14 +260,15 @@ def unauthorized() -> ApiError:
     return ApiError(401, "Unauthorized", "Unauthorized")
 
 
-def too_many_requests(retry_after: int = 1) -> ApiError:
-    return ApiError(
-        429,
-        "TooManyRequests",
-        "Too many requests, please try again later.",
-        {"retryAfterSeconds": retry_after},
-        {"Retry-After": str(retry_after)},
-    )
+def flow_control_rejected(retry_after: int = 1) -> ApiError:
+    """API Priority and Fairness (or the max-in-flight filter) turning a request away:
+    ``http.Error``'s text, no Status, as a real v1.32.6 answered when a priority level with
+    ``limitResponse: Reject`` was full (2026-11-28): ``Too many requests, please try again
+    later.`` as text/plain with ``Retry-After: 1``."""
+    err = ApiError(429, "", "Too many requests, please try again later.", None,
+                   {"Retry-After": str(retry_after), "X-Content-Type-Options": "nosniff"})
+    err.plain = True
+    return err
 
 
 def internal(why: str) -> ApiError:

@@ -2,7 +2,8 @@
 
 Faults that strike BEFORE the server acts, per resource request: latency (for every request,
 or per resource, e.g. Lease requests alone, as when etcd is slow for one key range), a 500
-(InternalError) or a 429 (TooManyRequests with Retry-After).
+(InternalError) or a 429 as API Priority and Fairness rejects a request (plain text, no
+Status, with Retry-After).
 
 Faults that strike AFTER the server acted, per write (create, update, patch, delete): the write
 is applied and then the connection is reset so the client never sees the answer
@@ -205,7 +206,7 @@ class Faults:
             raise errors.internal("injected fault")
         if self.throttle_rate > 0 and random.random() < self.throttle_rate:
             self._note("throttle_before")
-            raise errors.too_many_requests(1)
+            raise errors.flow_control_rejected(1)
 
     def non_resource(self, request: web.BaseRequest) -> web.Response | None:
         """Maybe a 503 for a discovery request (None: serve it)."""

@@ -256,5 +256,8 @@ class EmbeddedApiServer:
 
 
 def _error(exc: errors.ApiError) -> web.Response:
+    if exc.plain:
+        return web.Response(text=exc.message + "\n", status=exc.code, content_type="text/plain",
+                            charset="utf-8", headers=exc.headers)
     return web.Response(body=orjson.dumps(exc.status()), status=exc.code,
                         content_type="application/json", headers=exc.headers)
