@@ -282,14 +282,10 @@ class Controller:
 
     async def _export_stats(self) -> None:
         """Copy informer and queue counters into the metrics every second."""
-        seen: dict[int, int] = {}
         while True:
             if self.metrics is not None:
                 for inf in list(self._informers):
-                    relists = inf.stats.relists
-                    for _ in range(relists - seen.get(id(inf), 0)):
-                        self.metrics.relist(inf.resource_name)
-                    seen[id(inf)] = relists
+                    self.metrics.set_relists(inf.resource_name, id(inf), inf.stats.relists)
                 stats = self.queue.stats
                 running = min(self._running.values(), default=None)
                 self.metrics.set_queue(self.queue.due(), stats.adds, stats.retries,

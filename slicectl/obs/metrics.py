@@ -63,7 +63,8 @@ class Metrics:
     def __init__(self) -> None:
         disable_created_metrics()  # type: ignore[no-untyped-call]
         self.registry = CollectorRegistry(auto_describe=True)
-        self._followed: dict[int, int] = {}  # id(counter) -> the running total it has reached
+        # (id(counter), source) -> the running total of that source the counter has reached
+        self._followed: dict[tuple[int, int], int] = {}
         r = self.registry
         es = SUBSYSTEM
         self.endpoints_added = Histogram(
@@ -196,8 +197,10 @@ class Metrics:
     def watch_event(self, resource: str, event_type: str) -> None:
         self.watch_events.labels(resource=resource, type=event_type).inc()
 
-    def relist(self, resource: str) -> None:
-        self.relists.labels(resource=resource).inc()
+    def set_relists(self, resource: str, source: int, total: int) -> None:
+        """One informer's running total of relists; ``source`` (the informer's ``id``) tells
+        apart the informers of one resource (one per namespace, per selector API)."""
+        self._follow(self.relists.labels(resource=resource), total, source)
 
     def set_queue(self, due: int, adds: int, retries: int, longest_running: float) -> None:
         """The work queue as of now: keys due, the queue's running totals of adds and retries
@@ -207,12 +210,14 @@ class Metrics:
         self._follow(self.queue_retries, retries)
         self.longest_running_sync.set(max(longest_running, 0.0))
 
-    def _follow(self, counter: Counter, total: int) -> None:
-        """Advance ``counter`` to a running total kept elsewhere (it never goes back)."""
-        seen = self._followed.get(id(counter), 0)
+    def _follow(self, counter: Counter, total: int, source: int = 0) -> None:
+        """Advance ``counter`` by what ``source``'s running total (kept elsewhere, it never goes
+        back) has gained since last seen; several sources may feed one counter."""
+        key = (id(counter), source)
+        seen = self._followed.get(key, 0)
         if total > seen:
             counter.inc(total - seen)
-            self._followed[id(counter)] = total
+            self._followed[key] = total
 
     def observe_queue_latency(self, seconds: float) -> None:
         self.queue_latency.observe(max(seconds, 0.0))

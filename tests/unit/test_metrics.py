@@ -79,7 +79,7 @@ def test_hooks_increment() -> None:
     m.slice_write("create", trigger_age=0.5)
     m.slice_write("delete")
     m.watch_event("pods", "ADDED")
-    m.relist("pods")
+    m.set_relists("pods", source=1, total=1)
     m.set_queue(7, adds=20, retries=2, longest_running=1.5)
     m.observe_queue_latency(0.01)
     m.set_leader(True)
@@ -106,6 +106,18 @@ def test_hooks_increment() -> None:
     assert s[("slicectl_status_writes_total", ())] == 1
     assert s[("slicectl_pods_cached", ())] == 150_000
     assert s[("slicectl_selectors_cached", ())] == 3
+
+
+def test_relists_sum_the_running_totals_of_every_informer_of_a_resource() -> None:
+    """Two pod informers (two namespaces) feed one series; each total is followed on its own."""
+    m = Metrics()
+    for first, second in [(2, 0), (2, 1), (3, 1), (3, 1)]:
+        m.set_relists("pods", source=1, total=first)
+        m.set_relists("pods", source=2, total=second)
+    m.set_relists("nodes", source=3, total=1)
+    s = samples(m)
+    assert s[("slicectl_relists_total", (("resource", "pods"),))] == 4
+    assert s[("slicectl_relists_total", (("resource", "nodes"),))] == 1
 
 
 def test_queue_counters_follow_the_queues_running_totals() -> None:
