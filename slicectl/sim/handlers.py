@@ -27,7 +27,7 @@ from aiohttp import web
 from slicectl.sim import errors, gojson, listoptions, options, protobuf, watch
 from slicectl.sim.lifecycle import Lifecycle, check_preconditions
 from slicectl.sim.listing import list_objects, make_filter
-from slicectl.sim.managed import manager_name, record
+from slicectl.sim.managed import keep_times, manager_name, record
 from slicectl.sim.negotiation import (
     Representation,
     is_a_list,
@@ -399,6 +399,7 @@ class Api:
         result["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
         self._record(request, rt, old, result, subresource)
         stored_lists(rt, result)
+        keep_times(old, result)
         if options.dry_run(request.query) or result == old:
             return self._answer(request, rt, old if result == old else result, 200, headers)
         if deletion_done(result):

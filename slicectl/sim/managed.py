@@ -23,7 +23,10 @@ what, not for server-side-apply conflict detection):
   ``containerPort``/``protocol``, ...) carry ``"."``; other lists are atomic; ``finalizers``
   is a set (``v:"..."``);
 - a write that changes nothing else keeps the managedFields it had (no new resourceVersion);
-  an update that carries non-empty managedFields of its own replaces them, as on a real server.
+  an update that carries non-empty managedFields of its own replaces them, as on a real server;
+- a write whose stored form differs only in the entries' times keeps the old times (a real
+  server's ``IgnoreManagedFieldsTimestampsTransformer``), so it too is a no-op: a second
+  ``endpoints: []`` PUT to an EndpointSlice, stored as null, is one whenever it lands.
 """
 
 from __future__ import annotations
@@ -150,8 +153,7 @@ def record(old: Obj | None, new: Obj, manager: str, operation: str, subresource:
     sent = meta.get("managedFields")
     if isinstance(sent, list) and sent and not subresource and sent != base:
         base = sent  # the client rewrote managedFields itself
-    if {**new, "metadata": {**meta, "managedFields": None}} == {
-            **old, "metadata": {**old_meta, "managedFields": None}}:
+    if _same_but_managed_fields(old, new):
         meta["managedFields"] = base
         return
     before = flatten(old, subresource, status_subresource)
@@ -177,6 +179,27 @@ def record(old: Obj | None, new: Obj, manager: str, operation: str, subresource:
     if mine:
         entries.append(_entry(manager, operation, api_version, subresource, mine))
     meta["managedFields"] = entries
+
+
+def _same_but_managed_fields(old: Obj, new: Obj) -> bool:
+    return {**new, "metadata": {**new["metadata"], "managedFields": None}} == {
+        **old, "metadata": {**old["metadata"], "managedFields": None}}
+
+
+def _untimed(entries: Any) -> Any:
+    if not isinstance(entries, list):
+        return entries
+    return [{k: v for k, v in e.items() if k != "time"} if isinstance(e, dict) else e
+            for e in entries]
+
+
+def keep_times(old: Obj, new: Obj) -> None:
+    """Give ``new`` (in its stored form) ``old``'s managedFields when they differ only in
+    their times and nothing else differs (``IgnoreManagedFieldsTimestampsTransformer``)."""
+    kept = old["metadata"].get("managedFields")
+    if _untimed(new["metadata"].get("managedFields")) == _untimed(kept) and \
+            _same_but_managed_fields(old, new):
+        new["metadata"]["managedFields"] = kept
 
 
 def record_sim_write(old: Obj, new: Obj, manager: str, subresource: str) -> None:

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
+import pytest
+
+from slicectl.sim import managed
 from tests.sim.conftest import PODS, Raw, pod
 
 MERGE = "application/merge-patch+json"
@@ -60,6 +64,30 @@ async def test_no_op_write_keeps_managed_fields_and_resource_version(raw: Raw) -
                                     content_type=MERGE, fieldManager="someone-else")
     assert again["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
     assert again["metadata"]["managedFields"] == created["metadata"]["managedFields"]
+
+
+async def test_a_write_that_changes_only_managed_fields_times_is_a_no_op(
+    raw: Raw, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real server's IgnoreManagedFieldsTimestampsTransformer: the second PUT of ``[]`` to an
+    EndpointSlice stores what the first stored (null lists, same owners), so it keeps the
+    resourceVersion and the entry's time even when a second has passed between the two."""
+    seconds = itertools.count()
+    monkeypatch.setattr(managed, "now_timestamp",
+                        lambda: f"2026-01-01T00:00:{next(seconds):02d}Z")
+    slices = "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices"
+    await raw.request("POST", slices, {"apiVersion": "discovery.k8s.io/v1",
+                                       "kind": "EndpointSlice", "metadata": {"name": "s"},
+                                       "addressType": "IPv4"})
+    answers = []
+    for _ in range(2):
+        _, got, _ = await raw.request("GET", slices + "/s")
+        code, put, _ = await raw.request("PUT", slices + "/s",
+                                         {**got, "endpoints": [], "ports": []})
+        assert code == 200, put
+        answers.append(put["metadata"])
+    assert answers[1]["resourceVersion"] == answers[0]["resourceVersion"]
+    assert answers[1]["managedFields"] == answers[0]["managedFields"]
 
 
 async def test_lists_watches_and_metadata_only_reads_carry_them(raw: Raw) -> None:
