@@ -1,4 +1,4 @@
-"""Fixtures: an embedded API server per test and a raw HTTPS client for it."""
+"""Fixtures: an embedded API server per test, a raw HTTPS client for it, and the chart's CRD."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import asyncio
 import base64
 import ssl
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -15,6 +16,11 @@ import yaml
 from multidict import CIMultiDictProxy
 
 from slicectl.sim.server import EmbeddedApiServer
+
+CHART_CRD: dict[str, Any] = yaml.safe_load(
+    (Path(__file__).parents[2] / "charts/slicectl/crds/slicectl.io_endpointselectors.yaml")
+    .read_text())
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
 
 async def until(cond: Callable[[], bool]) -> None:
@@ -62,6 +68,23 @@ class Raw:
                 if len(events) >= count:
                     break
         return events
+
+
+async def install_chart_crd(raw: Raw, namespace: str = "") -> None:
+    """Create the chart's CRD (and ``namespace``, if named) and wait until the EndpointSelector
+    API is served, as a client of a real server must (a hang guard of 20 s, no SLA)."""
+    code, body, _ = await raw.request("POST", CRDS, CHART_CRD)
+    assert code == 201, body
+    if namespace:
+        code, body, _ = await raw.request("POST", "/api/v1/namespaces",
+                                          {"metadata": {"name": namespace}})
+        assert code == 201, body
+    for _ in range(400):
+        code, _, _ = await raw.request("GET", "/apis/slicectl.io/v1alpha1")
+        if code == 200:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("the EndpointSelector API was never served")
 
 
 def ssl_context(kubeconfig_path: str) -> ssl.SSLContext:

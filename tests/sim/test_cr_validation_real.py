@@ -14,18 +14,13 @@ pins the capture that showed it.
 
 from __future__ import annotations
 
-import asyncio
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from slicectl.sim.validation.govalues import go_float, go_value
-from tests.sim.conftest import Raw
+from tests.sim.conftest import Raw, install_chart_crd
 
-CRD = yaml.safe_load((Path(__file__).parents[2] / "charts/slicectl/crds/"
-                      "slicectl.io_endpointselectors.yaml").read_text())
 NS = "schemareal-ns"
 ESELS = f"/apis/slicectl.io/v1alpha1/namespaces/{NS}/endpointselectors"
 SEL = {"matchLabels": {"app": "x"}}
@@ -45,20 +40,6 @@ def _es(spec: Any, name: str = "t1", **meta: Any) -> dict[str, Any]:
 
 def _port(**fields: Any) -> dict[str, Any]:
     return {"targetPort": 80, **fields}
-
-
-async def _install(raw: Raw) -> None:
-    code, body, _ = await raw.request(
-        "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", CRD)
-    assert code == 201, body
-    code, body, _ = await raw.request("POST", "/api/v1/namespaces", {"metadata": {"name": NS}})
-    assert code == 201, body
-    for _ in range(200):
-        code, _, _ = await raw.request("GET", "/apis/slicectl.io/v1alpha1")
-        if code == 200:
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError("the EndpointSelector API was never served")
 
 
 REAL_ANSWERS = [
@@ -635,7 +616,7 @@ REAL_ANSWERS = [
 async def test_invalid_custom_resources_answer_like_a_real_server(
         raw: Raw, obj: dict[str, Any], code: int, message: str | None,
         causes: list[tuple[str, str, str]]) -> None:
-    await _install(raw)
+    await install_chart_crd(raw, NS)
     got_code, body, _ = await raw.request("POST", ESELS, obj, dryRun="All")
     if code != 422:
         assert got_code == code, body
@@ -663,14 +644,14 @@ NULLS = [
 @pytest.mark.parametrize(("spec", "stored"), NULLS)
 async def test_non_nullable_nulls_are_defaulted_or_dropped(
         raw: Raw, spec: dict[str, Any], stored: dict[str, Any]) -> None:
-    await _install(raw)
+    await install_chart_crd(raw, NS)
     code, body, _ = await raw.request("POST", ESELS, _es(spec), dryRun="All")
     assert code == 201, body
     assert body["spec"] == stored
 
 
 async def test_float_with_an_integer_value_is_an_integer(raw: Raw) -> None:
-    await _install(raw)
+    await install_chart_crd(raw, NS)
     spec = {"selector": SEL, "ports": [_port(targetPort=80.0)]}
     code, body, _ = await raw.request("POST", ESELS, _es(spec), dryRun="All")
     assert code == 201, body
@@ -678,7 +659,7 @@ async def test_float_with_an_integer_value_is_an_integer(raw: Raw) -> None:
 
 async def test_status_subresource_causes_like_a_real_server(raw: Raw) -> None:
     """Status writes captured from the real server whose causes carry no message path."""
-    await _install(raw)
+    await install_chart_crd(raw, NS)
     code, obj, _ = await raw.request("POST", ESELS, _es({"selector": SEL}))
     assert code == 201, obj
     cond = {"type": "Ready", "status": "True", "reason": "Ok", "message": "",
@@ -733,7 +714,7 @@ def test_go_value_prints_like_go() -> None:
 async def test_object_meta_owner_references_and_finalizers_like_a_real_server(raw: Raw) -> None:
     """ObjectMeta causes captured from the real server: owner reference causes name the list,
     not the item; finalizers are qualified names, orphan and foregroundDeletion exclusive."""
-    await _install(raw)
+    await install_chart_crd(raw, NS)
     ref = {"apiVersion": "v1", "kind": "Pod", "name": "a", "uid": "1"}
     cases: list[tuple[dict[str, Any], list[tuple[str, str, str]]]] = [
         ({"ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "", "uid": ""}]},

@@ -12,29 +12,21 @@ to the embedded one; the expected answers are the real server's:
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from tests.sim.conftest import Raw
+from tests.sim.conftest import Raw, install_chart_crd
 
 NS = "realanswers"
 LEASES = f"/apis/coordination.k8s.io/v1/namespaces/{NS}/leases"
 ESELS = f"/apis/slicectl.io/v1alpha1/namespaces/{NS}/endpointselectors"
-CRD = yaml.safe_load((Path(__file__).parents[2] / "charts/slicectl/crds/"
-                      "slicectl.io_endpointselectors.yaml").read_text())
 SPEC = {"selector": {"matchLabels": {"app": "web"}}}
 
 
 @pytest.fixture
 async def ns(raw: Raw) -> Raw:
-    code, body, _ = await raw.request("POST", "/apis/apiextensions.k8s.io/v1/"
-                                      "customresourcedefinitions", CRD)
-    assert code == 201, body
-    code, body, _ = await raw.request("POST", "/api/v1/namespaces", {"metadata": {"name": NS}})
-    assert code == 201, body
+    await install_chart_crd(raw, NS)
     return raw
 
 

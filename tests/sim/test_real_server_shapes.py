@@ -17,18 +17,13 @@ embedded one was kinder (each request sent to both, 2026-11-28; expected: the re
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 from typing import Any
 
-import yaml
-
-from tests.sim.conftest import PODS, Raw, pod
+from tests.sim.conftest import PODS, Raw, install_chart_crd, pod
 
 SLICES = "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices"
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/default/leases"
 ESELS = "/apis/slicectl.io/v1alpha1/namespaces/default/endpointselectors"
-CRD = yaml.safe_load((Path(__file__).parents[2] / "charts/slicectl/crds/"
-                      "slicectl.io_endpointselectors.yaml").read_text())
 EMPTY_META: dict[str, Any] = {"labels": {}, "annotations": {}, "finalizers": [],
                               "ownerReferences": [], "generateName": ""}
 MERGE = "application/merge-patch+json"
@@ -104,10 +99,7 @@ async def test_empty_list_sent_is_owned_then_a_no_op(raw: Raw) -> None:
 
 
 async def test_empty_metadata_is_dropped_for_every_kind(raw: Raw) -> None:
-    code, body, _ = await raw.request("POST", "/apis/apiextensions.k8s.io/v1/"
-                                      "customresourcedefinitions", CRD)
-    assert code == 201, body
-    await asyncio.sleep(0.1)
+    await install_chart_crd(raw)
     lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
              "metadata": {"name": "l", **EMPTY_META}, "spec": {}}
     esel = {"apiVersion": "slicectl.io/v1alpha1", "kind": "EndpointSelector",

@@ -18,21 +18,17 @@ renamed back to slicectl.io here. The same requests go over HTTP to the embedded
 
 from __future__ import annotations
 
-import asyncio
 import re
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from tests.sim.conftest import Raw
+from tests.sim.conftest import Raw, install_chart_crd
 
 NS = "simleft-ns"
 LEASES = f"/apis/coordination.k8s.io/v1/namespaces/{NS}/leases"
 ESELS = f"/apis/slicectl.io/v1alpha1/namespaces/{NS}/endpointselectors"
-CRD = yaml.safe_load((Path(__file__).parents[2] / "charts/slicectl/crds/"
-                      "slicectl.io_endpointselectors.yaml").read_text())
 SEL = {"matchLabels": {"app": "x"}}
 MERGE = "application/merge-patch+json"
 
@@ -98,21 +94,8 @@ async def _namespace(raw: Raw) -> None:
     assert code == 201, body
 
 
-async def _install(raw: Raw) -> None:
-    await _namespace(raw)
-    code, body, _ = await raw.request(
-        "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", CRD)
-    assert code == 201, body
-    for _ in range(400):
-        code, _, _ = await raw.request("GET", "/apis/slicectl.io/v1alpha1")
-        if code == 200:
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError("the EndpointSelector API was never served")
-
-
 async def _stored_selector(raw: Raw) -> None:
-    await _install(raw)
+    await install_chart_crd(raw, NS)
     code, body, _ = await raw.request("POST", ESELS, _es("st", {
         "selector": SEL, "ports": [{"targetPort": 80}]}))
     assert code == 201, body
@@ -203,7 +186,7 @@ def test_the_oracle_imports_nothing_of_the_controller() -> None:
 
 async def test_strict_decoding_error_of_a_custom_resource_names_kind_and_version(
         raw: Raw) -> None:
-    await _install(raw)
+    await install_chart_crd(raw, NS)
     obj = _es("t1", {"selector": SEL, "ports": [{"targetPort": 80}], "foo": 1, "bar": 2},
               zzz=1)
     code, body, _ = await raw.request("POST", ESELS, obj, dryRun="All",
@@ -241,7 +224,7 @@ def _warnings(headers: Any) -> list[str]:
 
 
 async def test_unknown_field_warning_comes_with_a_422(raw: Raw) -> None:
-    await _install(raw)
+    await install_chart_crd(raw, NS)
     obj = _es("t2", {"selector": SEL, "ports": [{"targetPort": 0}], "foo": 1, "bar": 2},
               zzz=1)
     code, body, headers = await raw.request("POST", ESELS, obj, dryRun="All")
@@ -360,7 +343,7 @@ async def test_status_writes_are_validated_from_status(
 
 
 async def test_main_resource_writes_still_name_paths_from_the_root(raw: Raw) -> None:
-    await _install(raw)
+    await install_chart_crd(raw, NS)
     code, body, _ = await raw.request("POST", ESELS, _es("t3", {
         "selector": SEL, "ports": [{"targetPort": 0}]}), dryRun="All")
     assert (code, body) == (422, _invalid("EndpointSelector", "slicectl.io", "t3", [{
@@ -401,7 +384,7 @@ async def test_strict_unknown_fields_of_a_patch_are_its_422_whatever_part_is_kep
     """patch.go decodes the whole patched object strictly before the status strategy throws
     spec and metadata away: an unknown field anywhere is a 422 on the field ``patch``, and with
     Warn a Warning, on /status too."""
-    await _install(raw)
+    await install_chart_crd(raw, NS)
     code, obj, _ = await raw.request("POST", ESELS, _es("t9", {"selector": SEL}))
     assert code == 201, obj
     for path, patch in ((f"{ESELS}/t9/status", {"spec": {"bogus": 1}}),
