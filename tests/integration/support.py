@@ -141,6 +141,17 @@ async def wait_until(
     return time.monotonic() - start
 
 
+async def local_get(port: int | None, path: str) -> tuple[int, str]:
+    """GET ``path`` from a listener of the controller on loopback (health, metrics): the status
+    and the body (a hang guard, no SLA)."""
+    assert port is not None, "the listener is bound"
+    timeout = aiohttp.ClientTimeout(total=HANG_GUARD)
+    async with aiohttp.ClientSession(timeout=timeout) as http, http.get(
+        f"http://127.0.0.1:{port}{path}"
+    ) as resp:
+        return resp.status, await resp.text()
+
+
 GC_BOUND = 90.0
 
 

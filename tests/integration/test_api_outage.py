@@ -26,6 +26,7 @@ from tests.integration.support import (
     ESEL,
     create_pod,
     ensure_node,
+    local_get,
     options,
     running_controller,
     selector_body,
@@ -36,14 +37,6 @@ from tests.integration.support import (
 pytestmark = pytest.mark.embedded_only(
     reason="fault injection: 5xx answers, an API server that is down, requests that hang")
 DISCOVERY = "/apis/slicectl.io/v1alpha1"
-
-
-async def _get(port: int, path: str) -> tuple[int, str]:
-    timeout = aiohttp.ClientTimeout(total=10)
-    async with aiohttp.ClientSession(timeout=timeout) as http, http.get(
-        f"http://127.0.0.1:{port}{path}"
-    ) as resp:
-        return resp.status, await resp.text()
 
 
 async def _setup(c: Cluster) -> None:
@@ -95,7 +88,7 @@ async def test_unreachable_api_server_at_start_is_waited_for(
         assert port is not None
         deadline = time.monotonic() + 3.0
         while time.monotonic() < deadline:  # the process stays up and alive while it waits
-            status, body = await _get(port, "/healthz")
+            status, body = await local_get(port, "/healthz")
             assert status == 200, body
             await asyncio.sleep(0.2)
         faults.down = False
@@ -114,7 +107,7 @@ async def test_failing_watches_do_not_fail_liveness(cluster: Cluster) -> None:
         # What a long API server outage does to the informers' counters.
         for informer in run.controller._informers:
             informer.stats.consecutive_failures = 100
-        status, body = await _get(port, "/healthz")
+        status, body = await local_get(port, "/healthz")
         assert status == 200, f"an unreachable API server is not a broken process:\n{body}"
 
 
@@ -139,12 +132,12 @@ async def test_healthz_answers_while_every_api_request_hangs(
         faults.before.append(hang_everything)
         try:
             for _ in range(5):
-                status, _ = await asyncio.wait_for(_get(port, "/healthz"), 5.0)
+                status, _ = await asyncio.wait_for(local_get(port, "/healthz"), 5.0)
                 assert status == 200
                 await asyncio.sleep(0.2)
             metrics_port = run.health.metrics_port
             assert metrics_port is not None
-            status, text = await _get(metrics_port, "/metrics")
+            status, text = await local_get(metrics_port, "/metrics")
             assert status == 200
             assert "slicectl_event_loop_lag_seconds_bucket" in text
             assert "slicectl_event_loop_lag_seconds_count" in text

@@ -5,20 +5,11 @@ from __future__ import annotations
 import asyncio
 import time
 
-import aiohttp
 import pytest
 
 from slicectl.obs.health import HealthServer, parse_bind_address
 from slicectl.obs.metrics import Metrics
-
-
-async def fetch(port: int | None, path: str) -> tuple[int, str]:
-    assert port is not None
-    async with (
-        aiohttp.ClientSession() as session,
-        session.get(f"http://127.0.0.1:{port}{path}") as resp,
-    ):
-        return resp.status, await resp.text()
+from tests.integration.support import local_get
 
 
 def test_parse_bind_address() -> None:
@@ -44,26 +35,26 @@ async def test_readyz_healthz_and_metrics_over_http() -> None:
         assert server.metrics_port and server.health_port
         assert server.metrics_port != server.health_port
 
-        status, body = await fetch(server.health_port, "/readyz")
+        status, body = await local_get(server.health_port, "/readyz")
         assert status == 500 and "[-]initial-sync" in body
         server.set_ready()
-        status, body = await fetch(server.health_port, "/readyz")
+        status, body = await local_get(server.health_port, "/readyz")
         assert status == 200 and "readyz check passed" in body
 
-        status, body = await fetch(server.health_port, "/healthz")
+        status, body = await local_get(server.health_port, "/healthz")
         assert status == 200 and "[+]watches ok" in body and "[+]event-loop ok" in body
         watches_ok[0] = False
-        status, body = await fetch(server.health_port, "/healthz")
+        status, body = await local_get(server.health_port, "/healthz")
         assert status == 500 and "[-]watches failed: pods watch stalled" in body
 
         metrics.set_leader(True)
-        status, body = await fetch(server.metrics_port, "/metrics")
+        status, body = await local_get(server.metrics_port, "/metrics")
         assert status == 200
         assert "slicectl_leader 1.0" in body
         assert "endpoint_slice_controller_syncs_total" in body
         # /metrics is only on the metrics listener, probes only on the health listener.
-        assert (await fetch(server.health_port, "/metrics"))[0] == 404
-        assert (await fetch(server.metrics_port, "/healthz"))[0] == 404
+        assert (await local_get(server.health_port, "/metrics"))[0] == 404
+        assert (await local_get(server.metrics_port, "/healthz"))[0] == 404
     finally:
         await server.stop()
 
@@ -75,11 +66,11 @@ async def test_blocked_event_loop_fails_liveness() -> None:
     await server.start()
     try:
         assert server.metrics_port is None  # no Metrics: no metrics listener
-        status, _ = await fetch(server.health_port, "/healthz")
+        status, _ = await local_get(server.health_port, "/healthz")
         assert status == 200
         time.sleep(2.0)  # block the loop on purpose  # noqa: ASYNC251
         await asyncio.sleep(0.1)  # let the probe task observe the lag
-        status, body = await fetch(server.health_port, "/healthz")
+        status, body = await local_get(server.health_port, "/healthz")
         assert status == 500 and "[-]event-loop failed: event loop blocked" in body
     finally:
         await server.stop()
@@ -97,8 +88,8 @@ async def test_shared_address_serves_everything_on_one_port() -> None:
     await server.start()
     try:
         assert server.metrics_port == server.health_port == port
-        assert (await fetch(port, "/metrics"))[0] == 200
-        assert (await fetch(port, "/healthz"))[0] == 200
+        assert (await local_get(port, "/metrics"))[0] == 200
+        assert (await local_get(port, "/healthz"))[0] == 200
     finally:
         await server.stop()
 
@@ -121,7 +112,7 @@ async def test_a_connection_that_never_finishes_its_request_is_closed() -> None:
             for reader, writer in (silent, slow):
                 assert await asyncio.wait_for(reader.read(), timeout=30) == b""  # EOF: closed
                 writer.close()
-        status, _ = await fetch(server.health_port, "/healthz")  # still serving
+        status, _ = await local_get(server.health_port, "/healthz")  # still serving
         assert status == 200
     finally:
         await server.stop()

@@ -10,7 +10,6 @@ import asyncio
 import dataclasses
 from typing import Any
 
-import aiohttp
 import pytest
 import structlog
 from prometheus_client.parser import text_string_to_metric_families
@@ -28,6 +27,7 @@ from tests.integration.support import (
     create_pod,
     ensure_node,
     listing,
+    local_get,
     options,
     running_controller,
     selector_body,
@@ -41,11 +41,8 @@ Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
 async def scrape(port: int | None) -> Samples:
     """Every sample of the controller's /metrics, by name and sorted labels."""
-    assert port is not None
-    async with aiohttp.ClientSession() as session, \
-            session.get(f"http://127.0.0.1:{port}/metrics") as resp:
-        assert resp.status == 200
-        text = await resp.text()
+    status, text = await local_get(port, "/metrics")
+    assert status == 200
     return {(s.name, tuple(sorted(s.labels.items()))): s.value
             for family in text_string_to_metric_families(text) for s in family.samples}
 

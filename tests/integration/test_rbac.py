@@ -34,7 +34,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -54,6 +53,7 @@ from tests.integration.support import (
     apply_fixture_crd,
     create_pod,
     ensure_node,
+    local_get,
     options,
     running_controller,
     selector_body,
@@ -140,10 +140,7 @@ ControllerCounts = dict[tuple[str, str, int], float]  # (verb, resource, code) -
 
 async def controller_requests(metrics_port: int | None) -> ControllerCounts:
     """The controller's own request counts, from its ``slicectl_api_requests_total``."""
-    assert metrics_port is not None
-    async with aiohttp.ClientSession() as session, \
-            session.get(f"http://127.0.0.1:{metrics_port}/metrics") as resp:
-        text = await resp.text()
+    _, text = await local_get(metrics_port, "/metrics")
     out: ControllerCounts = {}
     for family in text_string_to_metric_families(text):
         for sample in family.samples:

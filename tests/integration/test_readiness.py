@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 
-import aiohttp
 import pytest
 import structlog
 
 from tests.integration.conftest import Cluster
 from tests.integration.support import (
     ESEL,
-    Running,
     create_pod,
     ensure_node,
+    local_get,
     options,
     running_controller,
     selector_body,
@@ -22,21 +21,14 @@ from tests.integration.support import (
 )
 
 
-async def _readyz(port: int) -> int:
-    async with aiohttp.ClientSession() as http, http.get(
-        f"http://127.0.0.1:{port}/readyz"
-    ) as resp:
-        return resp.status
-
-
 async def test_ready_with_no_selectors_at_all(cluster: Cluster) -> None:
     opts = dataclasses.replace(options(cluster.kubeconfig, cluster.namespace),
                                health_probe_bind_address="127.0.0.1:0")
     async with running_controller(opts) as run:
-        port = health_port(run)
+        port = run.health.health_port
 
         async def ready() -> bool:
-            return await _readyz(port) == 200
+            return (await local_get(port, "/readyz"))[0] == 200
 
         await wait_until(ready, what="/readyz 200 with zero selectors")
 
@@ -49,10 +41,10 @@ async def test_ready_only_after_the_first_sync_wrote_the_slices(cluster: Cluster
     opts = dataclasses.replace(options(c.kubeconfig, c.namespace),
                                health_probe_bind_address="127.0.0.1:0")
     async with running_controller(opts) as run:
-        port = health_port(run)
+        port = run.health.health_port
 
         async def ready() -> bool:
-            return await _readyz(port) == 200
+            return (await local_get(port, "/readyz"))[0] == 200
 
         await wait_until(ready, what="/readyz 200")
         slices = await slices_of(c.client, c.namespace, "web")
@@ -95,9 +87,3 @@ async def test_not_ready_while_the_selector_api_could_not_be_looked_up(cluster: 
             await wait_until(ready, what="ready once the selector API is looked up")
             slices = await slices_of(c.client, c.namespace, "web")
             assert sum(len(s["endpoints"]) for s in slices) == 1, "ready before the first sync"
-
-
-def health_port(run: Running) -> int:
-    port = run.health.health_port
-    assert port is not None, "the health server is bound"
-    return port

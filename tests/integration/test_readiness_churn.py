@@ -10,14 +10,13 @@ import asyncio
 import contextlib
 import dataclasses
 
-import aiohttp
-
 from slicectl.kube.errors import ApiError
 from tests.integration.conftest import Cluster
 from tests.integration.support import (
     ESEL,
     create_pod,
     ensure_node,
+    local_get,
     options,
     running_controller,
     selector_body,
@@ -28,13 +27,6 @@ from tests.integration.support import (
 
 SELECTORS = 8
 PODS_EACH = 3
-
-
-async def _readyz(port: int) -> int:
-    async with aiohttp.ClientSession() as http, http.get(
-        f"http://127.0.0.1:{port}/readyz"
-    ) as resp:
-        return resp.status
 
 
 async def test_ready_under_steady_churn(cluster: Cluster) -> None:
@@ -65,10 +57,9 @@ async def test_ready_under_steady_churn(cluster: Cluster) -> None:
     try:
         async with running_controller(opts) as run:
             port = run.health.health_port
-            assert port is not None
 
             async def ready() -> bool:
-                return await _readyz(port) == 200
+                return (await local_get(port, "/readyz"))[0] == 200
 
             await wait_until(ready, limit=60.0, what="/readyz 200 while pods churn")
             assert not churner.done(), "the churn was still going when the replica got ready"
