@@ -188,6 +188,17 @@ def pod_body(
     return workload.pod_manifest(name, labels, node_name(node), [(port_name, port)])
 
 
+def unscheduled_pod(name: str, **labels: str) -> dict[str, Any]:
+    """A bare pod (label ``app=x`` unless told) for client and informer tests: no node, and a
+    scheduler no cluster runs, so a real cluster's scheduler and kubelets leave it alone."""
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "labels": labels or {"app": "x"}},
+        "spec": {"schedulerName": "slicectl-test-no-such-scheduler",
+                 "containers": [{"name": "c", "image": "busybox"}]},
+    }
+
+
 def pod_status(ip: str, ready: bool = True) -> dict[str, Any]:
     return workload.running_status(ip, ready)
 

@@ -26,20 +26,13 @@ from slicectl.model.records import PodRecord
 from slicectl.sim.server import EmbeddedApiServer
 from slicectl.sim.watch import Watcher
 from tests.integration.conftest import Cluster
-from tests.integration.support import ClientRequests, create_namespace
+from tests.integration.support import (
+    HANG_GUARD,
+    ClientRequests,
+    create_namespace,
+    unscheduled_pod,
+)
 from tests.integration.wire import WireProxy
-
-HANG_GUARD = 30.0
-UNSCHEDULED = "slicectl-test-no-such-scheduler"  # keeps a real cluster's scheduler away
-
-
-def pod(name: str, **labels: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": name, "labels": labels or {"app": "x"}},
-        "spec": {"schedulerName": UNSCHEDULED,
-                 "containers": [{"name": "c", "image": "busybox"}]},
-    }
 
 
 class Recorder:
@@ -114,7 +107,7 @@ async def reader(
 @pytest.fixture
 async def heartbeat(api: Cluster, writer: KubeClient) -> AsyncIterator[None]:
     """A pod relabelled every 0.3 s: the namespace's watches never go quiet."""
-    await writer.create(PODS, pod("heartbeat"), api.namespace)
+    await writer.create(PODS, unscheduled_pod("heartbeat"), api.namespace)
 
     async def beat() -> None:
         for n in itertools.count():
@@ -133,7 +126,7 @@ async def informer(
     request: pytest.FixtureRequest, api: Cluster, reader: GatedClient, writer: KubeClient
 ) -> AsyncIterator[tuple[Informer[PodRecord], Recorder]]:
     for i in range(5):
-        await writer.create(PODS, pod(f"p{i}"), api.namespace)
+        await writer.create(PODS, unscheduled_pod(f"p{i}"), api.namespace)
     recorder = Recorder()
     # A real server is silent on an idle watch until its bookmark near the timeout, so there
     # short stall detection needs a namespace that is never quiet (the heartbeat fixture).
@@ -185,7 +178,7 @@ async def test_paginated_sync_then_watch(
 async def _watch_goes_on(inf: Informer[PodRecord], rec: Recorder, writer: KubeClient,
                          ns: str) -> None:
     rec.events.clear()
-    await writer.create(PODS, pod("new"), ns)
+    await writer.create(PODS, unscheduled_pod("new"), ns)
     await writer.patch(PODS, "new", {"metadata": {"labels": {"app": "y"}}}, ns)
     await writer.delete(PODS, "p0", ns)
     await wait_for(lambda: len(rec.events) == 4)
@@ -207,7 +200,7 @@ async def test_bookmarks_advance_resource_version(
     elsewhere = f"{api.namespace}-elsewhere"
     await create_namespace(writer, elsewhere, real=api.real)
     try:
-        other = await writer.create(PODS, pod("elsewhere"), elsewhere)
+        other = await writer.create(PODS, unscheduled_pod("elsewhere"), elsewhere)
         other_rv = int(other["metadata"]["resourceVersion"])
         # The informer watches only its namespace: only a bookmark can carry it past this write.
         await wait_for(lambda: int(inf.resource_version or 0) >= other_rv)
@@ -229,7 +222,7 @@ async def test_relist_after_compaction_emits_exactly_the_missed_changes(
     srv.faults.drop_watches()
     await wait_for(lambda: not watchers(srv))  # the informer is now waiting to re-watch
     rec.events.clear()
-    await writer.create(PODS, pod("added"), ns)
+    await writer.create(PODS, unscheduled_pod("added"), ns)
     await writer.patch(PODS, "p1", {"metadata": {"labels": {"app": "changed"}}}, ns)
     await writer.delete(PODS, "p2", ns)
     srv.faults.compact()
@@ -251,11 +244,11 @@ async def test_dropped_watch_resumes_without_relist(
     """The embedded server ends its watches; a real one's connections are reset."""
     inf, rec = informer
     ns = api.namespace
-    await writer.create(PODS, pod("before-drop"), ns)
+    await writer.create(PODS, unscheduled_pod("before-drop"), ns)
     await wait_for(lambda: ("add", "before-drop") in rec.events)  # the watch is open
     watches = inf.stats.watches
     assert (wire.drop() if wire else server_of(api).faults.drop_watches()) >= 1
-    await writer.create(PODS, pod("after-drop"), ns)
+    await writer.create(PODS, unscheduled_pod("after-drop"), ns)
     await wait_for(lambda: ("add", "after-drop") in rec.events)
     assert inf.stats.watches > watches
     assert inf.stats.lists == 1 and inf.stats.relists == 0
@@ -270,11 +263,11 @@ async def test_stalled_watch_is_detected_and_recovered(
     """The embedded server stops sending on its watches; a real one's bytes stop flowing."""
     inf, rec = informer
     ns = api.namespace
-    await writer.create(PODS, pod("before-stall"), ns)
+    await writer.create(PODS, unscheduled_pod("before-stall"), ns)
     await wait_for(lambda: ("add", "before-stall") in rec.events)  # the watch is open
     assert (wire.stall() if wire else server_of(api).faults.stall_watches(60)) >= 1
     await wait_for(lambda: inf.stats.stalls >= 1)
-    await writer.create(PODS, pod("after-stall"), ns)
+    await writer.create(PODS, unscheduled_pod("after-stall"), ns)
     await wait_for(lambda: ("add", "after-stall") in rec.events)
     assert inf.stats.lists == 1 and inf.stats.relists == 0
 
@@ -293,7 +286,7 @@ async def test_malformed_objects_are_skipped(
         watcher.send_raw(b"{this is not json\n")
         watcher.send_raw(b'["an", "array"]\n')
         watcher.send_raw(orjson.dumps(nameless) + b"\n")
-    await writer.create(PODS, pod("after-garbage"), ns)
+    await writer.create(PODS, unscheduled_pod("after-garbage"), ns)
     await wait_for(lambda: ("add", "after-garbage") in rec.events)
     assert reader_client.malformed_lines >= 2
     assert inf.stats.parse_errors >= 1

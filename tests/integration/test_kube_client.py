@@ -13,7 +13,6 @@ import itertools
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import structlog
@@ -25,18 +24,7 @@ from slicectl.sim.resources import NAMESPACE_TYPE
 from slicectl.sim.server import EmbeddedApiServer
 from tests.integration.conftest import Cluster
 from tests.integration.credentials import server_ca_and_address, valid_token
-
-HANG_GUARD = 30.0
-UNSCHEDULED = "slicectl-test-no-such-scheduler"  # keeps a real cluster's scheduler away
-
-
-def pod(name: str, **labels: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": name, "labels": labels or {"app": "x"}},
-        "spec": {"schedulerName": UNSCHEDULED,
-                 "containers": [{"name": "c", "image": "busybox"}]},
-    }
+from tests.integration.support import HANG_GUARD, unscheduled_pod
 
 
 def server_of(api: Cluster) -> EmbeddedApiServer:
@@ -131,15 +119,15 @@ async def test_short_waits_that_add_up_are_logged_too(api: Cluster, ns: str) -> 
 
 async def test_crud_and_typed_errors(client: KubeClient, ns: str) -> None:
     async with asyncio.timeout(HANG_GUARD):
-        created = await client.create(PODS, pod("a"), ns)
+        created = await client.create(PODS, unscheduled_pod("a"), ns)
         assert created["metadata"]["uid"]
         with pytest.raises(errors.AlreadyExists) as exists:
-            await client.create(PODS, pod("a"), ns)
+            await client.create(PODS, unscheduled_pod("a"), ns)
         assert exists.value.status == 409
         with pytest.raises(errors.NotFound):
             await client.get(PODS, "missing", ns)
         with pytest.raises(errors.Invalid) as invalid:
-            await client.create(PODS, pod("Not_A_Valid_Name"), ns)
+            await client.create(PODS, unscheduled_pod("Not_A_Valid_Name"), ns)
         assert invalid.value.status == 422 and invalid.value.body is not None
 
         patched = await client.patch(PODS, "a", {"metadata": {"labels": {"app": "y"}}}, ns)
@@ -172,7 +160,7 @@ async def test_list_follows_continue_tokens(
 ) -> None:
     async with asyncio.timeout(HANG_GUARD):
         for i in range(7):
-            await client.create(PODS, pod(f"p{i}"), ns)
+            await client.create(PODS, unscheduled_pod(f"p{i}"), ns)
         calls.clear()
         items, rv = await client.list(PODS, ns, limit=2)
         assert sorted(i["metadata"]["name"] for i in items) == [f"p{i}" for i in range(7)]
@@ -189,7 +177,7 @@ async def test_list_restarts_when_continue_token_expires(
     srv = server_of(api)
     async with asyncio.timeout(HANG_GUARD):
         for i in range(5):
-            await client.create(PODS, pod(f"p{i}"), ns)
+            await client.create(PODS, unscheduled_pod(f"p{i}"), ns)
         bumped = False
 
         def compact_after_first_page(verb: str, resource: str, status: int, s: float) -> None:
@@ -221,7 +209,7 @@ async def test_watch_streams_events_and_ends_on_timeout(client: KubeClient, ns: 
                     seen.append((event.type, event.object["metadata"]["name"]))
 
         task = asyncio.create_task(consume())
-        await client.create(PODS, pod("w"), ns)
+        await client.create(PODS, unscheduled_pod("w"), ns)
         await client.patch(PODS, "w", {"metadata": {"labels": {"app": "z"}}}, ns)
         await task  # ends normally when the server closes at timeoutSeconds
         assert seen == [("ADDED", "w"), ("MODIFIED", "w")]
@@ -244,7 +232,7 @@ async def test_long_lived_watches_never_starve_the_other_requests(api: Cluster, 
 
         tasks = [asyncio.create_task(consume(i)) for i in range(len(seen))]
         try:
-            await api.client.create(PODS, pod("w"), ns)
+            await api.client.create(PODS, unscheduled_pod("w"), ns)
             async with asyncio.timeout(HANG_GUARD):
                 for event in seen:
                     await event.wait()
@@ -263,7 +251,7 @@ async def test_watch_from_compacted_version_raises_gone(
     run for a while (the 410 then comes as an ERROR event in a 200 stream)."""
     async with asyncio.timeout(HANG_GUARD):
         _, rv = await client.list(PODS, ns)
-        await client.create(PODS, pod("x"), ns)
+        await client.create(PODS, unscheduled_pod("x"), ns)
         if api.server is not None:
             api.server.faults.compact()
             with pytest.raises(errors.Gone):
@@ -297,7 +285,7 @@ async def test_429_retry_after_is_honoured(
 ) -> None:
     srv = server_of(api)
     async with asyncio.timeout(HANG_GUARD):
-        await client.create(PODS, pod("t"), ns)
+        await client.create(PODS, unscheduled_pod("t"), ns)
         srv.faults.throttle_rate = 0.5
         while not any(c[2] == 429 for c in calls):  # sequential GETs until one is throttled
             got = await client.get(PODS, "t", ns)
@@ -341,7 +329,7 @@ async def test_in_cluster_token_is_reread_after_401(
 async def test_watch_carries_a_one_megabyte_object(client: KubeClient, ns: str) -> None:
     async with asyncio.timeout(HANG_GUARD):
         _, rv = await client.list(PODS, ns)
-        big = pod("big")
+        big = unscheduled_pod("big")
         big["spec"]["containers"][0]["env"] = [{"name": "BLOB", "value": "x" * 1_000_000}]
         await client.create(PODS, big, ns)
         stream = client.watch(PODS, ns, resource_version=rv, timeout_seconds=5)
