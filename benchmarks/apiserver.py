@@ -19,6 +19,7 @@ import tempfile
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from slicectl.kube.client import KubeClient
 
@@ -43,6 +44,18 @@ def peak_rss_mb(pid: int) -> float:
     return 0.0
 
 
+def stop_process(proc: subprocess.Popen[Any], grace: float) -> None:
+    """SIGTERM ``proc`` (if it still runs) and wait for it; SIGKILL it after ``grace`` s."""
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 class EmbeddedServer:
     """``slicectl apiserver`` in a subprocess; writes a kubeconfig for clients."""
 
@@ -63,12 +76,7 @@ class EmbeddedServer:
         return cpu_seconds(self.proc.pid)
 
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        stop_process(self.proc, 10)
         self.tmp.cleanup()
 
 

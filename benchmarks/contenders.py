@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import aiohttp
 
-from benchmarks.apiserver import cpu_seconds, peak_rss_mb, samples
+from benchmarks.apiserver import cpu_seconds, peak_rss_mb, samples, stop_process
 from benchmarks.driver import MANAGED_BY, MAX_PER_SLICE
 
 
@@ -93,11 +93,5 @@ class ControllerProcess:
         return peak_rss_mb(self.proc.pid)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc, 15)
         self._log.close()
