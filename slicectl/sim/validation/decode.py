@@ -78,30 +78,36 @@ def _check(value: Any, node: Node, path: str, micro: Any, quantity: Any) -> str 
         if not isinstance(value, list):
             return _mismatch(value, path, "array")
         items = node.items()
-        for i, item in enumerate(value):
-            error = _check(item, items, f"{path}[{i}]", micro, quantity) if items else None
+        for i in range(len(value)):
+            error = _check_child(value, i, items, f"{path}[{i}]", micro, quantity)
             if error:
                 return error
-            if items is not None and isinstance(item, str):
-                try:
-                    value[i] = _stored(item, items.schema, micro)
-                except TimeError as exc:
-                    return str(exc)
         return None
     if kind == "object" or "properties" in schema or "additionalProperties" in schema:
         if not isinstance(value, dict):
             return _mismatch(value, path, "object")
-        for key, sub in value.items():
-            child = node.prop(key)
-            error = (_check(sub, child, f"{path}.{key}" if path else key, micro, quantity)
-                     if child is not None else None)
+        for key in value:
+            error = _check_child(value, key, node.prop(key), f"{path}.{key}" if path else key,
+                                 micro, quantity)
             if error:
                 return error
-            if child is not None and isinstance(sub, str):
-                try:
-                    value[key] = _stored(sub, child.schema, micro)
-                except TimeError as exc:
-                    return str(exc)
+    return None
+
+
+def _check_child(container: Any, key: Any, child: Node | None, path: str, micro: Any,
+                 quantity: Any) -> str | None:
+    """:func:`_check` of ``container[key]`` (``child`` its schema node, None: undeclared),
+    a string stored back as the server re-encodes it."""
+    if child is None:
+        return None
+    value = container[key]
+    error = _check(value, child, path, micro, quantity)
+    if error or not isinstance(value, str):
+        return error
+    try:
+        container[key] = _stored(value, child.schema, micro)
+    except TimeError as exc:
+        return str(exc)
     return None
 
 
