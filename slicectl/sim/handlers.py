@@ -1,30 +1,27 @@
 """The REST verbs on one resource type: get, list, watch, create, update, patch, delete.
 
-Decides the request flow of the generic registry: read the body (at most 3 MiB, 413 beyond, as
-``MaxRequestBodyBytes``), validate the request's options (:mod:`slicectl.sim.options`), decode
-(JSON, YAML, or the protobuf kubectl's typed clients send, :mod:`slicectl.sim.protobuf`; a
-custom resource needs its ``kind``) and type-check the body, prune and
-report unknown fields (``fieldValidation`` Strict -> 400, Warn -> a Warning header), apply the
-strategy (:mod:`slicectl.sim.objects`), de-duplicate ownerReferences (with a Warning),
-default, validate (422 with causes), check existence and optimistic concurrency (404, 409
-AlreadyExists, 409 Conflict; a create carrying a resourceVersion: 500), record managedFields
-(:mod:`slicectl.sim.managed`), store, and answer with the
-object (201 on create), a Table or PartialObjectMetadata(List) when the Accept header asks for
-one (:mod:`slicectl.sim.negotiation`), or a success Status where the real
-registry returns one. A write that changes nothing is not stored (no new resourceVersion), as
+Decides the request flow of the generic registry: read, decode and type-check the body and
+handle its unknown fields (:mod:`slicectl.sim.bodies`), validate the request's options
+(:mod:`slicectl.sim.options`), apply the strategy (:mod:`slicectl.sim.objects`),
+de-duplicate ownerReferences (with a Warning), default, validate (422 with causes), check
+existence and optimistic concurrency (404, 409 AlreadyExists, 409 Conflict; a create carrying
+a resourceVersion: 500), record managedFields (:mod:`slicectl.sim.managed`), store, and answer
+with the object (201 on create), a Table or PartialObjectMetadata(List) when the Accept header
+asks for one (:mod:`slicectl.sim.negotiation`), or a success Status where the real registry
+returns one. A write that changes nothing is not stored (no new resourceVersion), as
 etcd3's GuaranteedUpdate skips identical writes. CRD writes also (re)install the served types.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import orjson
-import yaml
 from aiohttp import web
 
-from slicectl.sim import errors, gojson, listoptions, options, protobuf, watch
+from slicectl.sim import errors, listoptions, options, watch
+from slicectl.sim.bodies import check_kind, decode_body, read_body, unknown_fields
 from slicectl.sim.lifecycle import Lifecycle, check_preconditions
 from slicectl.sim.listing import list_objects, make_filter
 from slicectl.sim.managed import keep_times, manager_name, record
@@ -53,7 +50,6 @@ from slicectl.sim.patch import (
     apply_patch,
     patch_via,
 )
-from slicectl.sim.protobuf import ProtobufError, is_protobuf
 from slicectl.sim.quota import CountQuotas
 from slicectl.sim.registry import Registry, crd_status
 from slicectl.sim.resources import (
@@ -68,18 +64,12 @@ from slicectl.sim.types import ResourceType
 from slicectl.sim.validation import (
     apply_defaults,
     decode_error,
-    decode_repeated,
-    prune_unknown,
     stored_form,
     stored_lists,
-    strict_decoding_detail,
-    strict_decoding_error,
-    strict_errors,
     validate,
 )
 
 JSON = "application/json"
-MAX_REQUEST_BODY_BYTES = 3 * 1024 * 1024  # kube-apiserver's MaxRequestBodyBytes
 DUPLICATE_OWNERS = (".metadata.ownerReferences contains duplicate entries{}; API server dedups "
                     "owner references in 1.20+, and may reject such requests as early as 1.24; "
                     "please fix your requests; duplicate UID(s) observed: {}")
@@ -93,15 +83,6 @@ def json_response(body: Any, status: int = 200,
 
 def wanted(request: web.Request) -> Representation:
     return representation(request.headers.get("Accept", ""))
-
-
-async def read_body(request: web.Request) -> bytes:
-    """The request body; past :data:`MAX_REQUEST_BODY_BYTES` (the application's
-    ``client_max_size``) the 413 ``limitedReadBody`` answers."""
-    try:
-        return await request.read()
-    except web.HTTPRequestEntityTooLarge as exc:
-        raise errors.request_entity_too_large(f"limit is {MAX_REQUEST_BODY_BYTES}") from exc
 
 
 class Api:
@@ -187,76 +168,6 @@ class Api:
 
     # -- writes -----------------------------------------------------------------------------
 
-    async def _body(self, request: web.Request, rt: ResourceType, options_kind: str) -> Obj:
-        raw = await read_body(request)
-        options.validate_write(options_kind, request.query)
-        media = request.content_type
-        try:
-            if is_protobuf(media):
-                body = protobuf.decode(raw)
-            elif "json" in media or "yaml" in media:
-                body = yaml.safe_load(raw) if "yaml" in media else gojson.loads(raw)
-            else:
-                raise errors.unsupported_media_type(media)
-        except ProtobufError as exc:
-            raise errors.unsupported_media_type(f"{media}: {exc}") from exc
-        except (orjson.JSONDecodeError, yaml.YAMLError) as exc:
-            raise errors.bad_request(
-                f"couldn't get version/kind; json parse error: {exc}") from exc
-        met = replaced = None
-        tree = gojson.repeated(raw) if "json" in media and not is_protobuf(media) else None
-        if tree is not None and isinstance(body, dict):
-            body, met, replaced = decode_repeated(rt, tree)
-        if not isinstance(body, dict):
-            raise errors.bad_request("couldn't get version/kind; json parse error: "
-                                     "expected an object")
-        kind = body.get("kind")
-        if rt.is_custom and "apiVersion" in body and not isinstance(body["apiVersion"], str):
-            raise errors.api_version_not_a_string(rt, body["apiVersion"])
-        if rt.is_custom and not (kind and isinstance(kind, str)):  # Unstructured needs it
-            raise errors.bad_request(
-                f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
-                f"Object 'Kind' is missing in '{raw.decode(errors='replace')}'")
-        self._check_kind(rt, body)
-        undecodable = replaced or decode_error(rt, body)  # before every other check
-        if undecodable:
-            raise errors.bad_request(
-                f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
-                f"{undecodable}")
-        self._unknown_fields(request, rt, body, met=met)
-        return body
-
-    def _check_kind(self, rt: ResourceType, body: Obj) -> None:
-        api_version, kind = body.get("apiVersion"), body.get("kind")
-        if rt.is_custom and not api_version:  # a built-in's default is the URL's; not a CR's
-            raise errors.bad_request("the API version in the data () does not match the "
-                                     f"expected API version ({rt.group_version})")
-        if (api_version and api_version != rt.group_version
-                and not (rt.is_custom and str(api_version).startswith(rt.group + "/"))):
-                raise errors.bad_request(
-                    f"the API version in the data ({api_version}) does not match the "
-                    f"expected API version ({rt.group_version})")
-        if kind and kind != rt.kind:
-            raise errors.bad_request(
-                f"the kind in the data ({kind}) does not match the expected kind ({rt.kind})")
-
-    def _unknown_fields(self, request: web.Request, rt: ResourceType, obj: Obj,
-                        via: str = "body", met: Sequence[str] | None = None) -> None:
-        """As the decoder does: Strict refuses unknown fields and those the request document
-        repeats (``met``: see :func:`strict_errors`), a body with a 400, a patched object with
-        patch.go's 422; Warn reports each in a Warning (sent with any answer, an error too);
-        unknown fields are pruned unless Strict. It sees the whole object, before a status
-        write throws its other parts away."""
-        mode = options.field_validation(request.query)
-        found = strict_errors(rt, prune_unknown(rt, obj, mode == "Strict"), met, via)
-        if found and mode == "Strict" and via != "body":
-            raise errors.patch_undecodable(obj, strict_decoding_detail(found))
-        if found and mode == "Strict":
-            raise errors.bad_request(strict_decoding_error(rt, found))
-        if mode == "Warn":
-            for text in found:
-                errors.add_warning(request, text)
-
     def _admit(self, request: web.Request, rt: ResourceType, obj: Obj, old: Obj | None,
                subresource: str = "") -> None:
         """Defaults and validation shared by every write (a body was decoded, and its unknown
@@ -291,7 +202,7 @@ class Api:
     @errors.keeps_headers
     async def create(self, request: web.Request, rt: ResourceType,
                      namespace: str) -> web.Response:
-        body = await self._body(request, rt, "CreateOptions")
+        body = await decode_body(request, rt, "CreateOptions")
         body_ns = (body.get("metadata") or {}).get("namespace") if isinstance(
             body.get("metadata"), dict) else None
         if rt.namespaced and body_ns and body_ns != namespace:
@@ -330,7 +241,7 @@ class Api:
     @errors.keeps_headers
     async def update(self, request: web.Request, rt: ResourceType, namespace: str, name: str,
                      subresource: str) -> web.Response:
-        body = await self._body(request, rt, "UpdateOptions")
+        body = await decode_body(request, rt, "UpdateOptions")
         check_name(body, name, namespace)
         meta = body["metadata"]
         old = self.store.get(rt, namespace, name)
@@ -370,9 +281,9 @@ class Api:
         undecodable = decode_error(rt, patched)
         if undecodable:
             raise errors.patch_undecodable(patched, undecodable)
-        self._check_kind(rt, patched)
+        check_kind(rt, patched)
         media = request.headers.get("Content-Type", "")
-        self._unknown_fields(request, rt, patched, patch_via(media), met)
+        unknown_fields(request, rt, patched, patch_via(media), met)
         meta = patched.get("metadata")
         if not isinstance(meta, dict):
             raise errors.bad_request("metadata must be an object")

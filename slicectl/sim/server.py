@@ -27,8 +27,9 @@ from aiohttp import web
 
 from slicectl.sim import discovery, errors
 from slicectl.sim.auth import authorized, new_token, write_kubeconfig
+from slicectl.sim.bodies import MAX_REQUEST_BODY_BYTES
 from slicectl.sim.faults import Faults
-from slicectl.sim.handlers import MAX_REQUEST_BODY_BYTES, Api, json_response
+from slicectl.sim.handlers import Api, json_response
 from slicectl.sim.kubelet import Kubelet
 from slicectl.sim.lifecycle import GC_DELAY, Lifecycle
 from slicectl.sim.metrics import RequestCounter
