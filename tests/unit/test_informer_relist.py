@@ -111,7 +111,7 @@ class Recorder:
         self.events.append(("delete", old.name))
 
 
-async def run_until_idle(client: ScriptedClient, recorder: Recorder, *,
+async def run_until_idle(client: ScriptedClient, recorder: Recorder | FanOut[PodRecord], *,
                          within: float = HANG_GUARD, **options: Any) -> Informer[PodRecord]:
     """Run until every script played (a TimeoutError after ``within`` seconds otherwise)."""
     options = {"backoff_initial": 0.01, "backoff_max": 0.02, **options}
@@ -189,17 +189,7 @@ async def test_non_object_list_items_are_skipped(item: Any, streaming: bool) -> 
 async def test_fan_out_isolates_handlers() -> None:
     failing, healthy = Recorder(fail_on="a"), Recorder()
     client = ScriptedClient([([raw("a", "1"), raw("b", "1")], "1")], [])
-    inf: Informer[PodRecord] = Informer(
-        client, PODS, parse_pod, key=lambda p: p.key,  # type: ignore[arg-type]
-        handler=FanOut(failing, healthy),
-    )
-    task = asyncio.create_task(inf.run())
-    try:
-        async with asyncio.timeout(HANG_GUARD):
-            await client.idle.wait()
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+    await run_until_idle(client, FanOut(failing, healthy))
     assert healthy.events == [("add", "a"), ("add", "b")]
     assert failing.events == [("add", "a"), ("add", "b")]
 
