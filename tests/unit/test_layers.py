@@ -2,9 +2,10 @@
 
 The folder list is the architecture: ``kube`` talks HTTP, ``model`` and ``reconcile`` are pure,
 ``cache`` holds informers and indexes, ``obs`` and ``election`` sit beside it, ``controller``
-wires them, ``cli`` runs them, and ``sim`` (the embedded API server) shares no logic with the
-controller. An import against that order (a pure module reaching for the client, the server
-borrowing a controller helper) fails here, with the file and the import that break it.
+wires them, ``cli`` runs them, and ``sim`` (the embedded API server, the tests' oracle)
+shares no logic with the controller, its label and name rules included. An import against
+that order (a pure module reaching for the client, the server borrowing a controller helper)
+fails here, with the file and the import that break it.
 """
 
 from __future__ import annotations
