@@ -20,9 +20,9 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from slicectl.controller.routing import selector_key
-from slicectl.controller.sync import Syncer
+from slicectl.controller.sync import Syncer, SyncResult
 from slicectl.controller.tracker import SliceTracker
-from slicectl.controller.writer import SliceWriter
+from slicectl.controller.writer import Prepaid, SliceWriter
 from slicectl.kube.client import ClientSettings, KubeClient
 from slicectl.kube.resources import ENDPOINTSLICES
 from slicectl.model.apis import SLICECTL
@@ -45,33 +45,58 @@ from tests.unit.reconcile_builders import make_pod
 
 KEY = "slicectl.io/ns/web"
 PODS = 10
+SLOW_QPS = 0.5  # a throttled sync waits 2 s for its token: the test acts well within that
 
 
 def _pod(i: int, ns: str) -> PodRecord:
     return make_pod(f"web-{i}", f"10.44.0.{i + 1}", namespace=ns, node="")
 
 
-async def _throttled_syncer(c: Cluster, qps: float) -> tuple[Syncer, SyncInputs, KubeClient]:
+class ReservingWriter(SliceWriter):
+    """A :class:`SliceWriter` that keeps the wait of every rate-limit token a sync took."""
+
+    def __init__(self, client: KubeClient, tracker: SliceTracker) -> None:
+        super().__init__(client, tracker)
+        self.waits: list[float] = []
+
+    def reserve(self, token: Prepaid) -> float:
+        wait = super().reserve(token)
+        self.waits.append(wait)
+        return wait
+
+
+async def _throttled_syncer(
+    c: Cluster, qps: float,
+) -> tuple[Syncer, SyncInputs, KubeClient, ReservingWriter]:
     raw = await c.client.create(ESEL, selector_body("web", {"app": "web"}), c.namespace)
     inputs = SyncInputs(parse_selector(raw, SLICECTL))
     slow = await KubeClient.connect(c.kubeconfig, settings=ClientSettings(qps=qps, burst=1))
     await slow.list(ENDPOINTSLICES, c.namespace)  # spends the only token: the next one waits
     tracker = SliceTracker()
-    syncer = Syncer(inputs, tracker, SliceWriter(slow, tracker), Settings(),
-                    publish_status=None, warn=lambda *_: None)
-    return syncer, inputs, slow
+    writer = ReservingWriter(slow, tracker)
+    syncer = Syncer(inputs, tracker, writer, Settings(), publish_status=None,
+                    warn=lambda *_: None)
+    return syncer, inputs, slow, writer
+
+
+async def _waiting_for_its_token(writer: ReservingWriter, sync: asyncio.Task[SyncResult]) -> None:
+    """Wait until ``sync`` planned, took its token and sleeps until the token is due."""
+    async def taken() -> bool:
+        return bool(writer.waits) or sync.done()
+
+    await wait_until(taken, what="the sync's token taken")
+    assert not sync.done() and writer.waits[0] > 0, "the sync did not wait for its token"
 
 
 async def test_a_throttled_sync_writes_the_changes_that_came_while_it_waited(
     cluster: Cluster,
 ) -> None:
     c = cluster
-    syncer, inputs, slow = await _throttled_syncer(c, qps=2.0)  # next token in 0.5 s
+    syncer, inputs, slow, writer = await _throttled_syncer(c, qps=SLOW_QPS)
     try:
         inputs.pods = [_pod(0, c.namespace)]
         sync = asyncio.create_task(syncer.sync(KEY, None))
-        await asyncio.sleep(0.2)  # the sync planned one endpoint and waits for its token
-        assert not sync.done()
+        await _waiting_for_its_token(writer, sync)  # with a plan of one endpoint
         inputs.pods = [_pod(i, c.namespace) for i in range(3)]  # two more pods became ready
         result = await asyncio.wait_for(sync, 10)
         assert len(result.writes.created) == 1 and result.writes.writes == 1
@@ -86,7 +111,7 @@ async def test_a_throttled_sync_writes_the_changes_that_came_while_it_waited(
 
 async def test_a_sync_whose_token_was_there_is_not_throttled(cluster: Cluster) -> None:
     c = cluster
-    syncer, inputs, slow = await _throttled_syncer(c, qps=2.0)
+    syncer, inputs, slow, _ = await _throttled_syncer(c, qps=2.0)
     try:
         await asyncio.sleep(0.6)  # the bucket refilled its one token
         inputs.pods = [_pod(0, c.namespace)]
@@ -100,7 +125,7 @@ async def test_a_throttled_sync_with_nothing_left_to_write_gives_its_token_back(
     cluster: Cluster,
 ) -> None:
     c = cluster
-    syncer, inputs, slow = await _throttled_syncer(c, qps=2.0)
+    syncer, inputs, slow, writer = await _throttled_syncer(c, qps=SLOW_QPS)
     try:
         one = [_pod(0, c.namespace)]
         first = plan(inputs.sel, one, {}, [], Settings())
@@ -108,18 +133,14 @@ async def test_a_throttled_sync_with_nothing_left_to_write_gives_its_token_back(
         inputs.cached = list(written.created)  # the slice lists web-0, as the pods say
         inputs.pods = [*one, _pod(1, c.namespace)]  # web-1 became ready: an update to make
         sync = asyncio.create_task(syncer.sync(KEY, None))
-        await asyncio.sleep(0.2)
-        assert not sync.done()
+        await _waiting_for_its_token(writer, sync)
         inputs.pods = one  # ... and went away again while the sync waited
         result = await asyncio.wait_for(sync, 10)
         assert result.writes.writes == 0, "the slice already says what the pods say"
         (live,) = await slices_of(c.client, c.namespace, "web")
         assert live["metadata"]["generation"] == 1
-        loop = asyncio.get_running_loop()
-        started = loop.time()
-        await slow.list(ENDPOINTSLICES, c.namespace)
-        assert loop.time() - started < 0.4, (
-            "the unused token went back: the next request did not wait another 0.5 s")
+        assert slow.reserve_token() == 0.0, "the unused token went back: the next request " \
+            "has it at once"
     finally:
         await slow.close()
 
