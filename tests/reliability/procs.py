@@ -56,7 +56,7 @@ class Replica:
                  election: Election | None = None, extra: tuple[str, ...] = (),
                  env: dict[str, str] | None = None) -> None:
         self.name = name
-        self.env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
+        self.env = env or {}  # on top of the test process's environment when it starts
         self.metrics_port = free_port()
         self.health_port = free_port()
         self.log_path = log_dir / f"{name}.log"
@@ -93,7 +93,7 @@ class Replica:
         with self.log_path.open("ab") as out:
             self.proc = await asyncio.create_subprocess_exec(
                 *self.args, stdout=out, stderr=asyncio.subprocess.STDOUT, cwd=ROOT,
-                env=self.env)
+                env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env})
 
     @property
     def pid(self) -> int:
