@@ -262,7 +262,13 @@ class Router:
         return keys
 
     def _wake_waiting(self, keys: Iterable[str]) -> None:
-        self._enqueue([k for k in keys if self.tracker.take_waiting(k)], False)
+        """Queue at once the syncs that waited for this slice event: not a change of their
+        pods, so no trigger time (the requeued sync kept its own, ``Controller``)."""
+        if not self.active:
+            return
+        for key in keys:
+            if self.tracker.take_waiting(key):
+                self.queue.add(key)
 
     def slice_added(self, new: SliceRecord) -> None:
         keys = self._store_slice(new)

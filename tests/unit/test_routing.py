@@ -288,3 +288,17 @@ async def test_a_pod_turning_terminal_while_still_ready_is_a_removal() -> None:
     assert done.ready, "the case: Ready is still True"
     r.pod_updated(running, done)
     assert r.queue._edges[key].removal
+
+
+async def test_a_sync_woken_from_waiting_for_the_cache_gets_no_trigger_time_of_its_own() -> None:
+    """A sync that found the slice cache behind our writes waits for the slice event (the
+    tracker's waiting mark). That event wakes it, but it is no change of the selector's pods:
+    the woken sync keeps the trigger time it had (none, for a repair), never the moment of the
+    wake-up, which would stamp its write with a change that never happened."""
+    r = router()
+    key = selector_key(SLICECTL, "default", "web")
+    r.tracker.wait_for_cache(key)  # a repair's sync (no trigger time) found the cache behind
+    r.slice_added(a_slice("s1", generation=1))  # ... and the slice event wakes it
+    got, _, trigger = await asyncio.wait_for(r.queue.get(), timeout=5)
+    assert got == key
+    assert trigger is None, "the wake-up dated a change that never happened"
