@@ -1,13 +1,12 @@
 """The raw Kubernetes REST client: JSON dicts in and out over one pooled aiohttp session.
 
-It decides the wire behaviour every caller shares: the client-side rate limit (one token
-bucket; a watch takes one token for its initial request only; every wait reported through
-``on_rate_limit``, foreground ones that add up also logged), typed errors, 429 handling
-(sleep for ``Retry-After``, at most ``MAX_RETRY_AFTER``, and resend, for every verb, since a
-429 was not processed), one credential refresh and retry on a 401, lists streamed page by
-page (watch-cache friendly resourceVersion semantics, a paginated restart when a continue
-token expires, never an unpaginated fallback), and watch streams read line by line with an
-inactivity watchdog.
+It decides the wire behaviour every caller shares: the client-side rate limit (one
+:class:`~slicectl.kube.ratelimit.RequestLimit`; a watch takes one token for its initial
+request only), typed errors, 429 handling (sleep for ``Retry-After``, at most
+``MAX_RETRY_AFTER``, and resend, for every verb, since a 429 was not processed), one
+credential refresh and retry on a 401, lists streamed page by page (what a LIST asks is
+:mod:`slicectl.kube.paging`'s), and watch streams read line by line with an inactivity
+watchdog (:mod:`slicectl.kube.watch`).
 
 Connection failures are not wrapped: callers see ``aiohttp.ClientError`` / ``OSError`` /
 ``TimeoutError``. A stalled watch raises :class:`~slicectl.kube.errors.WatchStalled`.
@@ -16,7 +15,7 @@ Writes can carry a ``guard``: a callable run right before each send (after the r
 wait, and again before every 429 resend) that raises to stop the request, so a write that had
 to wait is never sent once the caller may no longer write (leader election).
 
-The credential never leaves this module in text: error messages built from a server's answer
+The credential never leaves the client in text: error messages built from a server's answer
 (a proxy may echo the ``Authorization`` header) and logged watch lines are redacted.
 """
 
@@ -26,39 +25,37 @@ import asyncio
 import builtins
 import contextlib
 import time
-from collections.abc import AsyncGenerator, Callable, Iterable
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from importlib import metadata
 from types import TracebackType
-from typing import Any, Literal, NamedTuple, Self
+from typing import Any, Literal, Self
 
 import aiohttp
 import orjson
-import structlog
 
 from slicectl.kube.answers import Answers
 from slicectl.kube.config import Connection, load_connection
 from slicectl.kube.errors import (
     ApiError,
-    Gone,
     TooManyRequests,
     Unauthorized,
     WatchStalled,
-    error_for,
+    answer_error,
+    redacted,
 )
-from slicectl.kube.lean import decode_body, split_list, without_managed_fields
-from slicectl.kube.ratelimit import ThrottleTally, TokenBucket
+from slicectl.kube.lean import decode_body
+from slicectl.kube.paging import ListPage, collect, read_pages, selectors
+from slicectl.kube.ratelimit import RateLimitHook, RequestLimit
 from slicectl.kube.resources import Resource, request_labels
-from slicectl.kube.watch import MAX_LINE_BYTES, WatchEvent, decode_event, read_lines
+from slicectl.kube.transport import Transport
+from slicectl.kube.watch import MAX_LINE_BYTES, LineDecoder, WatchEvent, read_lines
 
 RequestHook = Callable[[str, str, int, float], None]  # (verb, resource, status or 0, seconds)
-RateLimitHook = Callable[[bool, float], None]  # (background, seconds waited for a token)
 Guard = Callable[[], None]  # raises to stop a request before it is sent
 
-_log = structlog.get_logger()
 _MAX_429_RETRIES = 10
 MAX_RETRY_AFTER = 60.0  # seconds: the longest Retry-After obeyed (a proxy may say an hour)
-_LIST_RESTARTS = 3
 _JSON = "application/json"
 _META_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 _META_ONE = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
@@ -74,13 +71,6 @@ def _version() -> str:
         return metadata.version("slicectl")
     except metadata.PackageNotFoundError:
         return "dev"
-
-
-class ListPage(NamedTuple):
-    items: Iterable[Any]  # decoded one by one as they are iterated (iterate once)
-    resource_version: str
-    restarted: bool  # the list started over (expired continue token): forget earlier pages
-    last: bool
 
 
 @dataclass(frozen=True)
@@ -99,13 +89,10 @@ class KubeClient:
         self._conn = conn
         self._settings = settings
         self._on_request = on_request
-        self._on_rate_limit = on_rate_limit
-        self._throttling = ThrottleTally()  # foreground waits worth a log line
-        self._limiter = TokenBucket(settings.qps, settings.burst)
+        self._limit = RequestLimit(settings.qps, settings.burst, on_rate_limit)
         self._timeout = aiohttp.ClientTimeout(total=settings.request_timeout)
-        self._session = self._new_session()
-        self._identity = conn.identity  # the client certificate the session's connections use
-        self.malformed_lines = 0  # watch lines skipped as malformed
+        self._transport = Transport(conn, settings.user_agent)
+        self._lines = LineDecoder(conn.redact)
         self.answers = Answers()  # whether the server answers: ends outage backoffs early
 
     @classmethod
@@ -135,7 +122,7 @@ class KubeClient:
         return f"KubeClient({self._conn!r})"
 
     async def close(self) -> None:
-        await self._session.close()
+        await self._transport.close()
 
     async def __aenter__(self) -> Self:
         return self
@@ -161,19 +148,12 @@ class KubeClient:
 
         Holds the whole list: for small lists only. Informers use :meth:`list_pages`.
         """
-        items: list[dict[str, Any]] = []
-        rv = ""
-        async for page in self.list_pages(
+        return await collect(self.list_pages(
             res, namespace, label_selector=label_selector, field_selector=field_selector,
             limit=limit, metadata_only=metadata_only,
-        ):
-            if page.restarted:
-                items = []
-            items.extend(page.items)
-            rv = page.resource_version
-        return items, rv
+        ))
 
-    async def list_pages(
+    def list_pages(
         self, res: Resource, namespace: str | None = None, *,
         label_selector: str | None = None, field_selector: str | None = None,
         limit: int | None = 500, metadata_only: bool = False,
@@ -188,45 +168,20 @@ class KubeClient:
         page, still paginated (``restarted`` is set on that page: drop what the earlier pages
         said); after a few expiries :class:`Gone` is raised. There is no unpaginated fallback.
         """
-        params = _selectors(label_selector, field_selector)
+        params = selectors(label_selector, field_selector)
         if resource_version is not None:
             params["resourceVersion"] = resource_version
             if resource_version_match:
                 params["resourceVersionMatch"] = resource_version_match
         headers = {"Accept": _META_LIST if metadata_only else _JSON}
-        restarts = 0
-        restarted = False
-        token: str | None = None
         path = res.path(namespace)
-        while True:
-            if token:
-                page = _selectors(label_selector, field_selector)
-                page["continue"] = token
-            else:
-                page = dict(params)
-            if limit:
-                page["limit"] = str(limit)
-            try:
-                raw = await self.request("GET", path, params=page, headers=headers,
-                                         raw_body=True)
-            except Gone:
-                if not token or restarts >= _LIST_RESTARTS:
-                    raise
-                restarts, token, restarted = restarts + 1, None, True  # expired: start over
-                continue
-            split = split_list(raw) if raw else None
-            items: Iterable[Any]
-            if split is None:
-                body = decode_body(raw) if raw else {}
-                items = body.get("items") or []
-            else:
-                body, items = split
-            meta = body.get("metadata") or {}
-            token = meta.get("continue") or None
-            yield ListPage(items, str(meta.get("resourceVersion") or ""), restarted, not token)
-            restarted = False
-            if not token:
-                return
+
+        async def fetch(query: dict[str, str]) -> bytes:
+            raw: bytes = await self.request("GET", path, params=query, headers=headers,
+                                            raw_body=True)
+            return raw
+
+        return read_pages(fetch, params, limit)
 
     async def watch(
         self, res: Resource, namespace: str | None = None, *, resource_version: str,
@@ -243,7 +198,7 @@ class KubeClient:
         ApiError for other ERROR events or a failed request (Invalid when a server does not
         stream lists), and WatchStalled when nothing arrives for ``inactivity_timeout``.
         """
-        params = _selectors(label_selector, field_selector)
+        params = selectors(label_selector, field_selector)
         params["watch"] = "true"
         params["resourceVersion"] = resource_version
         if send_initial_events:
@@ -258,13 +213,13 @@ class KubeClient:
         timeout = aiohttp.ClientTimeout(
             total=None, sock_connect=self._settings.request_timeout, sock_read=inactivity_timeout
         )
-        await self._take_token(False)
-        await self._authorize(headers)
+        await self._limit.take(False)
+        session = await self._transport.authorize(headers)
         started = time.monotonic()
         try:
-            resp = await self._session.get(
+            resp = await session.get(
                 self._conn.host + path, params=params, headers=headers, timeout=timeout,
-                read_bufsize=MAX_LINE_BYTES // 2, **self._tls_kwargs(),
+                read_bufsize=MAX_LINE_BYTES // 2, **self._transport.options(),
             )
         except TimeoutError as exc:
             self._report("GET", path, True, 0, started)
@@ -287,7 +242,7 @@ class KubeClient:
                         if i % 32 == 31 and time.monotonic() - since > 0.005:
                             await asyncio.sleep(0)  # a backlog of events must not stall the loop
                             since = time.monotonic()
-                        if (event := self._decode_line(line)) is not None:
+                        if (event := self._lines.decode(line)) is not None:
                             yield event
                     del lines  # a quiet watch waits for its next read holding none of them
 
@@ -366,15 +321,15 @@ class KubeClient:
             if prepaid:
                 prepaid = False
             else:
-                await self._take_token(background)
-            await self._authorize(hdrs)
+                await self._limit.take(background)
+            session = await self._transport.authorize(hdrs)
             if guard is not None:
                 guard()
             started = time.monotonic()
             try:
-                async with self._session.request(
+                async with session.request(
                     method, self._conn.host + path, params=params, data=data, headers=hdrs,
-                    timeout=self._timeout, **self._tls_kwargs(),
+                    timeout=self._timeout, **self._transport.options(),
                 ) as resp:
                     raw = await resp.read()
                     status = resp.status
@@ -402,66 +357,19 @@ class KubeClient:
         """The client's rate limit in requests per second (0: none)."""
         return self._settings.qps
 
+    @property
+    def malformed_lines(self) -> int:
+        """Watch lines skipped as malformed."""
+        return self._lines.malformed
+
     def reserve_token(self) -> float:
         """Take the rate-limit token of a foreground request to come, which then goes out
         with ``prepaid=True``; the seconds until it may be used (the caller waits them, and
         they are reported as waited). Give back an unused one with :meth:`refund_token`."""
-        wait = self._limiter.reserve()
-        self._waited(False, wait)
-        return wait
-
-    async def _take_token(self, background: bool) -> None:
-        """Wait for a rate-limit token (``background``: only one the bucket can spare)."""
-        started = time.monotonic()
-        await (self._limiter.acquire_spare() if background else self._limiter.acquire())
-        self._waited(background, time.monotonic() - started)
-
-    def _waited(self, background: bool, seconds: float) -> None:
-        """Report a token's wait; say so in the log when foreground requests spend long
-        waiting for the limit (:class:`ThrottleTally`; background ones wait for spare tokens
-        by design)."""
-        if self._on_rate_limit is not None:
-            self._on_rate_limit(background, seconds)
-        if background:
-            return
-        said = self._throttling.add(seconds)
-        if said is not None:
-            waited, requests, within = said
-            _log.info("client_side_throttling", waited_s=round(waited, 3), requests=requests,
-                      within_s=round(within, 3), qps=self._settings.qps,
-                      burst=self._settings.burst,
-                      hint="requests wait for --kube-api-qps/--kube-api-burst, not the API "
-                           "server; raise them if this persists")
+        return self._limit.reserve()
 
     def refund_token(self) -> None:
-        self._limiter.refund()
-
-    def _new_session(self) -> aiohttp.ClientSession:
-        # No cap on connections, as client-go has none: every watch holds one for minutes (one
-        # per resource and watched namespace), so a capped pool ran out with a few dozen
-        # namespaces and left writes and lease renewals queued for a connection until their
-        # timeout. The token bucket, not the pool, bounds the request rate.
-        connector = aiohttp.TCPConnector(limit=0, ssl=self._conn.ssl)
-        return aiohttp.ClientSession(
-            connector=connector, headers={"User-Agent": self._settings.user_agent})
-
-    async def _authorize(self, headers: dict[str, str]) -> None:
-        value = await self._conn.authorization()
-        if value:
-            headers["Authorization"] = value
-        if self._conn.identity != self._identity:  # a new client certificate: the pooled
-            # connections (watches too, which then reconnect) still present the old one
-            self._identity = self._conn.identity
-            old, self._session = self._session, self._new_session()
-            await old.close()
-
-    def _tls_kwargs(self) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {}
-        if self._conn.server_hostname:
-            kwargs["server_hostname"] = self._conn.server_hostname
-        if self._conn.proxy:
-            kwargs["proxy"] = self._conn.proxy
-        return kwargs
+        self._limit.refund()
 
     def _report(self, method: str, path: str, watch: bool, status: int, started: float) -> None:
         self.answers.note(status)
@@ -472,58 +380,5 @@ class KubeClient:
     async def _error(self, resp: aiohttp.ClientResponse, raw: bytes | None = None) -> ApiError:
         if raw is None:
             raw = await resp.read()
-        try:
-            body = orjson.loads(raw) if raw else None
-        except orjson.JSONDecodeError:
-            body = None
-        retry_after: float | None = None
-        header = resp.headers.get("Retry-After")
-        if header:
-            try:
-                retry_after = max(0.0, float(header))
-            except ValueError:
-                retry_after = None
-        text = raw[:200].decode("utf-8", "replace") if body is None else resp.reason or ""
-        return self._scrub(error_for(resp.status, body, retry_after, text))
-
-    def _scrub(self, error: ApiError) -> ApiError:
-        """The same error with the credential redacted from every text it carries."""
-        redact = self._conn.redact
-        text = str(error)
-        if redact(text) == text and redact(repr(error.body)) == repr(error.body):
-            return error
-        body = error.body
-        if body is not None:
-            body = orjson.loads(redact(orjson.dumps(body).decode()))
-        clean = type(error)(error.status, redact(error.reason), redact(error.message), body,
-                            error.retry_after)
-        return clean
-
-    def _decode_line(self, line: bytes) -> WatchEvent | None:
-        """One watch line, managedFields cut when safe (decoded in full if the cut fails)."""
-        lean = without_managed_fields(line)
-        try:
-            event = decode_event(lean, self._malformed if lean is line else _quiet)
-            if event is None and lean is not line:
-                event = decode_event(line, self._malformed)
-        except ApiError as exc:
-            raise self._scrub(exc) from None
-        return event
-
-    def _malformed(self, line: bytes, why: str) -> None:
-        self.malformed_lines += 1
-        text = self._conn.redact(line.decode("utf-8", "replace"))
-        _log.warning("watch_line_skipped", reason=self._conn.redact(why), line=text)
-
-
-def _quiet(line: bytes, why: str) -> None:
-    """A malformed-line hook for a first attempt that is retried in full."""
-
-
-def _selectors(label_selector: str | None, field_selector: str | None) -> dict[str, str]:
-    params: dict[str, str] = {}
-    if label_selector:
-        params["labelSelector"] = label_selector
-    if field_selector:
-        params["fieldSelector"] = field_selector
-    return params
+        error = answer_error(resp.status, resp.reason, resp.headers.get("Retry-After"), raw)
+        return redacted(error, self._conn.redact)

@@ -8,12 +8,17 @@ whether it came as an HTTP status or as an ``ERROR`` event inside a watch stream
 :class:`WatchStalled` is a :class:`TimeoutError`, not an :class:`ApiError`: no response says
 anything went wrong, the stream just went quiet. The fix is to watch again from the last
 resourceVersion, which an informer does without relisting.
+
+:func:`answer_error` reads a failed HTTP answer into its typed error, and :func:`redacted`
+takes the credential out of one (a proxy may echo the ``Authorization`` header back).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
+
+import orjson
 
 
 class ApiError(Exception):
@@ -120,3 +125,33 @@ def error_for(
     else:
         cls = _BY_STATUS.get(status, ApiError)
     return cls(status, reason, message, status_body, retry_after)
+
+
+def answer_error(status: int, reason: str | None, retry_after: str | None, raw: bytes
+                 ) -> ApiError:
+    """The typed error of a failed HTTP answer: its status, reason phrase, ``Retry-After``
+    header and body (a ``Status``, or else text whose start becomes the message)."""
+    try:
+        body = orjson.loads(raw) if raw else None
+    except orjson.JSONDecodeError:
+        body = None
+    seconds: float | None = None
+    if retry_after:
+        try:
+            seconds = max(0.0, float(retry_after))
+        except ValueError:
+            seconds = None
+    text = raw[:200].decode("utf-8", "replace") if body is None else reason or ""
+    return error_for(status, body, seconds, text)
+
+
+def redacted(error: ApiError, redact: Callable[[str], str]) -> ApiError:
+    """The same error with ``redact`` applied to every text it carries."""
+    text = str(error)
+    if redact(text) == text and redact(repr(error.body)) == repr(error.body):
+        return error
+    body = error.body
+    if body is not None:
+        body = orjson.loads(redact(orjson.dumps(body).decode()))
+    return type(error)(error.status, redact(error.reason), redact(error.message), body,
+                       error.retry_after)

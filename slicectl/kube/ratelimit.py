@@ -14,6 +14,9 @@ background requests wait and foreground requests keep the whole budget.
 waits add up to a second within ``window`` seconds. A single long wait does that, and so do
 the many short ones of workers that all wait for the bucket (five workers at 20 QPS never wait
 more than a quarter of a second each, yet spend the whole time waiting).
+
+:class:`RequestLimit` is the kube client's limit as its requests see it: a bucket whose every
+wait is reported to a hook (metrics), and logged when foreground waits add up.
 """
 
 from __future__ import annotations
@@ -22,6 +25,12 @@ import asyncio
 import math
 import time
 from collections.abc import Callable
+
+import structlog
+
+RateLimitHook = Callable[[bool, float], None]  # (background, seconds waited for a token)
+
+_log = structlog.get_logger()
 
 
 class ThrottleTally:
@@ -119,3 +128,46 @@ class TokenBucket:
                 self._tokens -= 1.0
                 return
             await asyncio.sleep((reserve + 1.0 - self._tokens) / self._rate)
+
+
+class RequestLimit:
+    """One client's rate limit: tokens for its requests, every wait reported through
+    ``on_wait``, foreground waits that add up also logged (:class:`ThrottleTally`)."""
+
+    def __init__(self, qps: float, burst: int, on_wait: RateLimitHook | None = None) -> None:
+        self._qps, self._burst = qps, burst
+        self._bucket = TokenBucket(qps, burst)
+        self._on_wait = on_wait
+        self._throttling = ThrottleTally()  # foreground waits worth a log line
+
+    async def take(self, background: bool) -> None:
+        """Wait for a token (``background``: only one the bucket can spare)."""
+        started = time.monotonic()
+        await (self._bucket.acquire_spare() if background else self._bucket.acquire())
+        self._waited(background, time.monotonic() - started)
+
+    def reserve(self) -> float:
+        """Take a foreground request's token now; the seconds until it may be used (the
+        caller waits them, and they are reported as waited)."""
+        wait = self._bucket.reserve()
+        self._waited(False, wait)
+        return wait
+
+    def refund(self) -> None:
+        """Give back a token :meth:`reserve` took and nobody used."""
+        self._bucket.refund()
+
+    def _waited(self, background: bool, seconds: float) -> None:
+        """Report a token's wait; say so in the log when foreground requests spend long
+        waiting for the limit (background ones wait for spare tokens by design)."""
+        if self._on_wait is not None:
+            self._on_wait(background, seconds)
+        if background:
+            return
+        said = self._throttling.add(seconds)
+        if said is not None:
+            waited, requests, within = said
+            _log.info("client_side_throttling", waited_s=round(waited, 3), requests=requests,
+                      within_s=round(within, 3), qps=self._qps, burst=self._burst,
+                      hint="requests wait for --kube-api-qps/--kube-api-burst, not the API "
+                           "server; raise them if this persists")

@@ -19,8 +19,10 @@ from typing import Any, NamedTuple
 
 import aiohttp
 import orjson
+import structlog
 
-from slicectl.kube.errors import WatchStalled, error_for
+from slicectl.kube.errors import ApiError, WatchStalled, error_for, redacted
+from slicectl.kube.lean import without_managed_fields
 
 EVENT_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED", "BOOKMARK"})
 
@@ -28,6 +30,8 @@ EVENT_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED", "BOOKMARK"})
 MAX_LINE_BYTES = 8 * 1024 * 1024
 
 MalformedHook = Callable[[bytes, str], None]  # (the line, truncated; why it was skipped)
+
+_log = structlog.get_logger()
 
 
 class WatchEvent(NamedTuple):
@@ -56,6 +60,37 @@ def decode_event(line: bytes, on_malformed: MalformedHook) -> WatchEvent | None:
         on_malformed(line[:200], f"unexpected event type {kind!r} or object")
         return None
     return WatchEvent(kind, obj)
+
+
+class LineDecoder:
+    """One client's watch lines into events: managedFields cut when safe (decoded in full if
+    the cut fails), malformed lines counted and logged, the credential redacted from what is
+    logged or raised."""
+
+    def __init__(self, redact: Callable[[str], str]) -> None:
+        self._redact = redact
+        self.malformed = 0  # lines skipped as malformed
+
+    def decode(self, line: bytes) -> WatchEvent | None:
+        """One line's event; None for a blank or malformed line. Raises ApiError for
+        ``ERROR``."""
+        lean = without_managed_fields(line)
+        try:
+            event = decode_event(lean, self._skipped if lean is line else _quiet)
+            if event is None and lean is not line:
+                event = decode_event(line, self._skipped)
+        except ApiError as exc:
+            raise redacted(exc, self._redact) from None
+        return event
+
+    def _skipped(self, line: bytes, why: str) -> None:
+        self.malformed += 1
+        text = self._redact(line.decode("utf-8", "replace"))
+        _log.warning("watch_line_skipped", reason=self._redact(why), line=text)
+
+
+def _quiet(line: bytes, why: str) -> None:
+    """A malformed-line hook for a first attempt that is retried in full."""
 
 
 async def read_lines(content: aiohttp.StreamReader, path: str,

@@ -14,7 +14,7 @@ from slicectl.cache import informer as informer_module
 from slicectl.cache.handlers import FanOut
 from slicectl.cache.informer import Informer
 from slicectl.kube.answers import Answers
-from slicectl.kube.client import MAX_RETRY_AFTER, ListPage
+from slicectl.kube.client import MAX_RETRY_AFTER
 from slicectl.kube.errors import (
     Forbidden,
     Gone,
@@ -24,6 +24,7 @@ from slicectl.kube.errors import (
     TooManyRequests,
     Unauthorized,
 )
+from slicectl.kube.paging import ListPage
 from slicectl.kube.resources import PODS
 from slicectl.kube.watch import WatchEvent
 from slicectl.model.parse import parse_pod
