@@ -18,11 +18,11 @@ off as any failure, and the next list is streamed again. Paginated LISTs:
 a consistent first LIST (``resourceVersion=0`` would be answered whole, ignoring ``limit``, by
 v1.32), relists ``NotOlderThan`` the last synced version (a 410 there: a consistent LIST).
 
-Either way the state is applied as it arrives: each item decoded into a record, its difference
-applied and notified at once, yielding to the event loop every 5 ms, so a relist of 150k pods
-never holds the whole list nor stalls the loop; keys the list did not show are deleted at its
-end. After each list an optional ``on_listed`` hook is told when that list was requested, so
-expectations about objects the store never saw (a write acknowledged before it) can be settled.
+Either way the state is applied as it arrives (:mod:`slicectl.cache.mirror` decides how each
+item and event changes the store and what the handler is told), so a relist of 150k pods never
+holds the whole list nor stalls the loop. After each list an optional ``on_listed`` hook is
+told when that list was requested, so expectations about objects the store never saw (a write
+acknowledged before it) can be settled.
 
 A watch that ends normally, drops or stalls (no byte within the inactivity timeout) resumes
 from the last resourceVersion seen, bookmarks included. A 410 Gone or any ``ERROR`` event
@@ -35,10 +35,6 @@ another request again (:mod:`slicectl.kube.answers`). Failures count in a row un
 delivers an event or stays open ``HEALTHY_WATCH`` seconds, whatever ends it then (client-go
 backs off only after a "very short watch"): a proxy that cuts every long watch must not grow
 the pause after each one to the cap. The list part of a streamed list is not such a watch.
-
-A malformed object (parse raises, or not a JSON object) is logged once and skipped: the store
-keeps what it had for that key. Handlers are synchronous and must be cheap; the per-event path
-is one parse, one dict operation and one handler call.
 """
 
 from __future__ import annotations
@@ -49,14 +45,15 @@ import math
 import random
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Generic, TypeGuard, TypeVar
 
 import structlog
 
 from slicectl.cache.handlers import InformerHandler, InformerStats, Versioned
 from slicectl.cache.heap import release_after_list
-from slicectl.cache.store import Store, object_key
+from slicectl.cache.mirror import CHECK_EVERY, Mirror, Resync
+from slicectl.cache.store import Store
 from slicectl.kube.answers import server_side
 from slicectl.kube.client import MAX_RETRY_AFTER, KubeClient
 from slicectl.kube.errors import ApiError, Gone, Invalid, TooManyRequests, WatchStalled
@@ -64,9 +61,6 @@ from slicectl.kube.resources import Resource
 from slicectl.kube.watch import WatchEvent
 
 _log = structlog.get_logger()
-_MALFORMED_MEMORY = 10_000
-_CHECK_EVERY = 16  # list items handled between two looks at the clock
-_SLICE = 0.005  # seconds of list handling between two yields to the event loop
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 EARLY_RESUME_GUARD = 5.0  # seconds between two backoffs ended early by an answer (see _pause)
 EARLY_RESUME_SPREAD = 0.2  # informers resuming at one answer spread over this many seconds
@@ -101,8 +95,6 @@ class Informer(Generic[T]):
     ) -> None:
         self._client = client
         self._resource = resource
-        self._parse = parse
-        self._key = key
         self._namespace = namespace
         self._label_selector = label_selector
         self._field_selector = field_selector
@@ -110,13 +102,11 @@ class Informer(Generic[T]):
         self._page_size = page_size
         self._watch_timeout = watch_timeout
         self._inactivity_timeout = inactivity_timeout
-        self._handler = handler
         self._backoff_initial = backoff_initial
         self._backoff_max = backoff_max
         self._on_listed = on_listed  # called after each LIST with the time.monotonic() it began
         self._rv: str | None = None
         self._listed_rv: str | None = None  # the last version we synced to (never cleared)
-        self._malformed_seen: dict[str, str] = {}
         self._stream_lists = stream_lists  # cleared for good when the server refuses them
         self._cut_streams = 0  # streamed lists in a row that ended before their end bookmark
         # A shared store (several namespaced informers, one pod store) is fine: a relist only
@@ -126,6 +116,8 @@ class Informer(Generic[T]):
         self.stats = InformerStats()
         self._resumed_early = -math.inf  # when a backoff last ended early (see _pause)
         self._log = _log.bind(resource=resource.plural, namespace=namespace or "")
+        self._mirror = Mirror(self.store, parse, key, namespace, handler, self.stats, self._log,
+                              self._delivered)
 
     @property
     def resource_name(self) -> str:
@@ -256,7 +248,7 @@ class Informer(Generic[T]):
             await self._list_pages(None, None)
 
     async def _list_pages(self, rv_arg: str | None, match: str | None) -> None:
-        resync = _Resync(time.monotonic())
+        resync = Resync(time.monotonic())
         pages = self._client.list_pages(
             self._resource, self._namespace, label_selector=self._label_selector,
             field_selector=self._field_selector, limit=self._page_size,
@@ -270,47 +262,18 @@ class Informer(Generic[T]):
                     resync.kept.clear()
                 rv = page.resource_version
                 for i, raw in enumerate(page.items):  # decoded one by one as we go
-                    if i % _CHECK_EVERY == 0:
+                    if i % CHECK_EVERY == 0:
                         await resync.pause()  # big pages must not stall the loop
-                    self._resync_item(resync, raw)
+                    self._mirror.list_item(resync, raw)
                 del page
                 await asyncio.sleep(0)
                 resync.slice_start = time.monotonic()
         await self._finish_list(resync, rv)
 
-    def _resync_item(self, resync: _Resync, raw: Any) -> None:
-        """One object of a list: stored and notified if new or changed, marked as listed."""
-        store = self.store
-        record = self._parse_or_skip(raw)
-        if record is None:  # a malformed object keeps its record
-            raw_key = object_key(raw) if isinstance(raw, dict) else None
-            current = store.get(raw_key) if raw_key is not None else None
-            if current is not None:
-                resync.kept.add(id(current))
-            return
-        k = self._key(record)
-        old = store.get(k)
-        if old is not None and old.resource_version == record.resource_version:
-            resync.kept.add(id(old))  # unchanged: indexes keep the record they hold
-            return
-        resync.kept.add(id(record))
-        store.put(k, record)
-        resync.changed += 1
-        self._notify("ADDED" if old is None else "MODIFIED", old, record)
-
-    async def _finish_list(self, resync: _Resync, rv: str) -> None:
+    async def _finish_list(self, resync: Resync, rv: str) -> None:
         """Delete what the list did not show, then mark the informer synced at ``rv``."""
-        store, kept = self.store, resync.kept
-        deleted = 0
-        for i, stored in enumerate(store.values_in(self._namespace)):
-            if i % (_CHECK_EVERY * 64) == 0:
-                await asyncio.sleep(0)
-            if id(stored) in kept:
-                continue
-            k = self._key(stored)
-            if store.get(k) is stored and (old_record := store.pop(k)) is not None:
-                deleted += 1
-                self._notify("DELETED", old_record, None)
+        deleted = await self._mirror.drop_unlisted(resync)
+        kept = resync.kept
         if self.stats.lists:
             self.stats.relists += 1
         self.stats.lists += 1
@@ -351,7 +314,7 @@ class Informer(Generic[T]):
                 attempt.events = True
                 events[kind] = events.get(kind, 0) + 1
                 if kind != "BOOKMARK":
-                    self._apply(kind, obj)
+                    self._mirror.apply(kind, obj)
                 elif isinstance(meta := obj.get("metadata"), dict) and (
                         version := meta.get("resourceVersion")):
                     self._rv = str(version)
@@ -359,7 +322,7 @@ class Informer(Generic[T]):
     async def _stream_list(self, stream: AsyncIterator[WatchEvent], attempt: _Attempt) -> bool:
         """The initial events of a streamed list, applied as a list is; True once its end
         bookmark came (the store is then synced to it), False if the stream ended first."""
-        resync = _Resync(time.monotonic())  # the request goes out at the first event asked for
+        resync = Resync(time.monotonic())  # the request goes out at the first event asked for
         events = self.stats.events
         got_events = False
         try:
@@ -375,10 +338,10 @@ class Informer(Generic[T]):
                     self.stats.streamed_lists += 1
                     return True  # the same stream goes on as a watch
                 if kind == "DELETED":
-                    self._apply(kind, obj, advance=False)
+                    self._mirror.apply(kind, obj, advance=False)
                 else:
-                    self._resync_item(resync, obj)
-                    if events[kind] % _CHECK_EVERY == 0:
+                    self._mirror.list_item(resync, obj)
+                    if events[kind] % CHECK_EVERY == 0:
                         await resync.pause()
         except Invalid as exc:
             if not got_events:
@@ -386,64 +349,9 @@ class Informer(Generic[T]):
             raise
         return False
 
-    def _apply(self, kind: str, obj: dict[str, Any], *, advance: bool = True) -> None:
-        """A watch event. While a streamed list is still arriving (``advance`` False) its
-        resourceVersion is not one to resume from: only the list's end bookmark is."""
-        record = self._parse_or_skip(obj)
-        if record is None:
-            meta = obj.get("metadata")
-            if (advance and isinstance(meta, dict)
-                    and isinstance(rv := meta.get("resourceVersion"), str)):
-                self._rv = rv  # the event was delivered even if we cannot use it
-            return
-        if advance and record.resource_version:
-            self._rv = record.resource_version
-        k = self._key(record)
-        if kind == "DELETED":
-            old = self.store.pop(k)
-            if old is not None:
-                self._notify(kind, old, None)
-        else:
-            old = self.store.put(k, record)
-            self._notify("ADDED" if old is None else "MODIFIED", old, record)
-
-    def _notify(self, kind: str, old: T | None, new: T | None) -> None:
-        handler = self._handler
-        if handler is None:
-            return
-        try:
-            if new is None:
-                if old is not None:
-                    handler.on_delete(old)
-            elif old is None:
-                handler.on_add(new)
-            else:
-                handler.on_update(old, new)
-        except Exception:
-            self._log.exception("informer_handler_failed", event_type=kind)
-
-    def _parse_or_skip(self, raw: Any) -> T | None:
-        if isinstance(raw, dict):
-            try:
-                return self._parse(raw)
-            except Exception as exc:
-                reason = str(exc) or type(exc).__name__
-        else:
-            reason = f"not an object: {type(raw).__name__}"
-        self.stats.parse_errors += 1
-        self._log_malformed(raw, reason)
-        return None
-
-    def _log_malformed(self, raw: Any, reason: str) -> None:
-        raw_key = (object_key(raw) if isinstance(raw, dict) else None) or "?"
-        meta = raw.get("metadata") if isinstance(raw, dict) else None
-        version = str(meta.get("resourceVersion")) if isinstance(meta, dict) else ""
-        if self._malformed_seen.get(raw_key) == version and raw_key != "?":
-            return  # already logged this very version (a relist sees it again)
-        if len(self._malformed_seen) >= _MALFORMED_MEMORY:
-            self._malformed_seen.clear()
-        self._malformed_seen[raw_key] = version
-        self._log.warning("informer_object_skipped", key=raw_key, reason=reason[:300])
+    def _delivered(self, version: str) -> None:
+        """A watch event delivered ``version``: the one to resume from."""
+        self._rv = version
 
 
 class _StreamRefused(Exception):
@@ -464,22 +372,6 @@ class _Attempt:
         """The watch proper delivered, or stayed open ``HEALTHY_WATCH`` seconds."""
         return self.events or (
             self.watching is not None and time.monotonic() - self.watching >= HEALTHY_WATCH)
-
-
-@dataclass
-class _Resync:
-    """One list in progress: the records it showed (by id) and how many it changed."""
-
-    started: float  # time.monotonic() when the list was requested
-    kept: set[int] = field(default_factory=set)
-    changed: int = 0
-    slice_start: float = field(default_factory=time.monotonic)
-
-    async def pause(self) -> None:
-        """Yield to the event loop once this slice of list handling has run 5 ms."""
-        if time.monotonic() - self.slice_start > _SLICE:
-            await asyncio.sleep(0)
-            self.slice_start = time.monotonic()
 
 
 def _ends_initial_events(meta: Any) -> TypeGuard[dict[str, Any]]:
