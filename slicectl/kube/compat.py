@@ -22,11 +22,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import aiohttp
 import structlog
 
 from slicectl.kube.client import KubeClient
-from slicectl.kube.errors import ApiError, NotFound
+from slicectl.kube.discovery import LOOKUP_ERRORS, resource_names
 from slicectl.kube.resources import ENDPOINTSLICES, EVENTS, LEASES, NODES, PODS, Resource
 
 log = structlog.get_logger("slicectl.compat")
@@ -34,7 +33,6 @@ log = structlog.get_logger("slicectl.compat")
 # The oldest Kubernetes release slicectl supports (README.md, "Supported Kubernetes versions").
 MIN_VERSION = (1, 29)
 RETRY_MAX = 30.0  # seconds between two looks while the API server does not answer
-_LOOK_ERRORS = (ApiError, aiohttp.ClientError, OSError, TimeoutError, ValueError)
 _GIT_VERSION = re.compile(r"v?(\d+)\.(\d+)")
 
 
@@ -82,7 +80,7 @@ async def check_server(client: KubeClient, needed: Iterable[NeededApi]) -> None:
             info = await client.request("GET", "/version", background=True)
             served = {api: await _served(client, api.resource) for api in needed}
             break
-        except _LOOK_ERRORS as exc:
+        except LOOKUP_ERRORS as exc:
             log.debug("server check failed; retrying", error=str(exc) or repr(exc))
             await asyncio.sleep(delay)
             delay = min(RETRY_MAX, delay * 2)
@@ -101,12 +99,5 @@ async def check_server(client: KubeClient, needed: Iterable[NeededApi]) -> None:
 
 
 async def _served(client: KubeClient, res: Resource) -> bool:
-    path = res.prefix
-    try:
-        body = await client.request("GET", path, background=True)
-    except NotFound:
-        return False
-    resources = body.get("resources") if isinstance(body, Mapping) else None
-    if not isinstance(resources, list):
-        raise ValueError(f"discovery of {path} answered no APIResourceList")
-    return any(isinstance(r, Mapping) and r.get("name") == res.plural for r in resources)
+    names = await resource_names(client, res.prefix, background=True)
+    return names is not None and res.plural in names
