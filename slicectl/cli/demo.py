@@ -24,7 +24,8 @@ from slicectl.cli.demo_view import ClusterView, Display, check_final_state
 from slicectl.cli.flags import LOG_LEVELS, add_packing_flags, duration, int_between
 from slicectl.cli.run import RunOptions, run_async, run_controller
 from slicectl.cli.workload import NAMESPACE, SELECTORS, Workload
-from slicectl.controller.controller import Controller, ControllerConfig, cancel_quietly
+from slicectl.controller.controller import Controller, ControllerConfig
+from slicectl.controller.supervisor import cancel_quietly
 from slicectl.kube.client import ClientSettings, KubeClient
 from slicectl.kube.resources import ENDPOINTSLICES, PODS
 from slicectl.model.parse import parse_pod, parse_slice

@@ -19,28 +19,26 @@ It owns the lifecycle of the moving parts and nothing else:
 * the initial sync is done (readiness) once every selector known when the caches synced was
   synced once, not when the queue is idle (under steady churn it never is);
 * a selector API that the cluster does not serve yet is retried in the background and does not
-  hold the others back (KEP-6116's non-blocking start-up); an error while looking it up (5xx,
-  connection refused) is retried with backoff, never fatal, and holds the caches unsynced:
-  it does not say the API is unserved, and its selectors may well exist.
+  hold the others back; an error while looking it up holds the caches unsynced: it does not say
+  the API is unserved, and its selectors may well exist (:mod:`slicectl.controller.caches`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import aiohttp
 import structlog
 
 from slicectl.cache.index import selector_key as index_key
 from slicectl.cache.informer import Informer
 from slicectl.cache.store import PodStore, Store
 from slicectl.controller.batching import STREAM_MAX_WINDOW
+from slicectl.controller.caches import CacheView, CountingHandler, selector_resource, wait_served
 from slicectl.controller.outage import OutageRetries
 from slicectl.controller.publish import StatusPublisher
 from slicectl.controller.queue import ShutDown, WorkQueue
@@ -51,7 +49,6 @@ from slicectl.controller.tracker import SliceTracker
 from slicectl.controller.writer import SliceWriter, WriteResult
 from slicectl.election.gate import NotLeading, WriteGate, as_gate, guard_for
 from slicectl.kube.client import KubeClient
-from slicectl.kube.errors import ApiError, NotFound
 from slicectl.kube.resources import ENDPOINTSLICES, NODES, PODS, Resource
 from slicectl.model.apis import SLICECTL
 from slicectl.model.parse import parse_node, parse_pod, parse_selector, parse_slice
@@ -59,10 +56,8 @@ from slicectl.model.records import (
     LABEL_MANAGED_BY,
     LABEL_SELECTOR_NAME,
     NodeRecord,
-    PodRecord,
     SelectorRecord,
     SelectorRef,
-    SliceRecord,
 )
 from slicectl.obs.events import EventRecorder, selector_reference
 from slicectl.obs.metrics import Metrics, SliceCounts
@@ -75,9 +70,6 @@ BOOKMARK_INTERVAL = 60.0
 OUTAGE_CHECK = 1.0  # how often keys that failed during an API outage look for its end
 STALE_RECHECK = 1.0  # a sync waiting for the cache is woken by the slice event it waits for;
 # this is only the fallback look if that event never comes (a relist settles it then)
-# A look-up that fails this way says nothing about whether the API is served: retry it.
-# (ValueError: a body that is not JSON, or not an APIResourceList, e.g. from a broken proxy.)
-LOOKUP_ERRORS = (ApiError, aiohttp.ClientError, OSError, TimeoutError, ValueError)
 
 
 @dataclass(frozen=True)
@@ -93,45 +85,6 @@ class ControllerConfig:
     watch_inactivity_timeout: float = 2 * BOOKMARK_INTERVAL
     watch_list: bool = True  # informers stream their lists where the server can
     api_retry_period: float = 10.0  # how often an unserved selector API is looked up again
-
-
-def _unserved_hint(ref: SelectorRef) -> str:
-    """What an operator does about a selector API the cluster does not serve."""
-    return (f"the API server does not serve {ref.plural}.{ref.group} {ref.version}: install "
-            f"its CRD (slicectl's is in the chart's crds/) or leave {ref.api_version} out of "
-            "--selector-api")
-
-
-def selector_resource(ref: SelectorRef) -> Resource:
-    return Resource(ref.group, ref.version, ref.plural, namespaced=True, kind=ref.kind)
-
-
-class _Handler:
-    """Adapts three callables (plus a watch-event counter) to the informer handler protocol."""
-
-    def __init__(self, resource: str, add: Any, update: Any, delete: Any, metrics: Metrics | None):
-        self._add, self._update, self._delete = add, update, delete
-        # The counter children, looked up once: labels() per event costs 3 us, 10% of ingest.
-        self._counters = {
-            kind: metrics.watch_events.labels(resource=resource, type=kind)
-            for kind in ("ADDED", "MODIFIED", "DELETED")
-        } if metrics is not None else None
-
-    def _count(self, kind: str) -> None:
-        if self._counters is not None:
-            self._counters[kind].inc()
-
-    def on_add(self, new: Any) -> None:
-        self._count("ADDED")
-        self._add(new)
-
-    def on_update(self, old: Any, new: Any) -> None:
-        self._count("MODIFIED")
-        self._update(old, new)
-
-    def on_delete(self, old: Any) -> None:
-        self._count("DELETED")
-        self._delete(old)
 
 
 class Controller:
@@ -163,7 +116,7 @@ class Controller:
         )
         self._nodes: Informer[NodeRecord] = self._informer(
             NODES, parse_node, lambda n: n.name, None,
-            _Handler("nodes", self.router.node_added, self.router.node_updated,
+            CountingHandler("nodes", self.router.node_added, self.router.node_updated,
                      self.router.node_deleted, metrics),
             metadata_only=True,
         )
@@ -172,11 +125,11 @@ class Controller:
         for ns in config.namespaces or (None,):
             self._informers.append(self._informer(
                 PODS, parse_pod, lambda p: p.key, ns,
-                _Handler("pods", r.pod_added, r.pod_updated, r.pod_deleted, metrics),
+                CountingHandler("pods", r.pod_added, r.pod_updated, r.pod_deleted, metrics),
                 store=self.pods))
             self._informers.append(self._informer(
                 ENDPOINTSLICES, parse_slice, lambda s: s.key, ns,
-                _Handler("endpointslices", r.slice_added, r.slice_updated, r.slice_deleted,
+                CountingHandler("endpointslices", r.slice_added, r.slice_updated, r.slice_deleted,
                          metrics),
                 label_selector=(
                     f"{LABEL_MANAGED_BY}={config.settings.managed_by},{LABEL_SELECTOR_NAME}"
@@ -187,7 +140,7 @@ class Controller:
         writer = SliceWriter(client, self.tracker, self.gate)
         self.status = StatusPublisher(self._write_status)
         self.syncer = Syncer(
-            _Inputs(self), self.tracker, writer, config.settings,
+            CacheView(self.router, self._nodes.store), self.tracker, writer, config.settings,
             publish_status=self.status, warn=self._warn,
             status_period=config.status_update_period,
         )
@@ -201,7 +154,7 @@ class Controller:
 
     def _informer(
         self, res: Resource, parse: Callable[[dict[str, Any]], Any], key: Callable[[Any], str],
-        namespace: str | None, handler: _Handler, *, label_selector: str | None = None,
+        namespace: str | None, handler: CountingHandler, *, label_selector: str | None = None,
         metadata_only: bool = False, on_listed: Callable[[float], None] | None = None,
         store: Store[Any] | None = None,
     ) -> Informer[Any]:
@@ -230,41 +183,14 @@ class Controller:
             log.info("caches synced", pods=len(self.router.pods),
                      selectors=len(self.router.selectors))
 
-    async def _served(self, ref: SelectorRef) -> bool:
-        """Discovery: is the flavour served, and does it have a status subresource?"""
-        try:
-            body = await self.client.request("GET", f"/apis/{ref.group}/{ref.version}")
-        except NotFound:
-            return False
-        if not isinstance(body, dict) or not isinstance(body.get("resources", []), list):
-            raise ValueError(f"discovery of {ref.api_version} answered a non-APIResourceList")
-        names = {r.get("name") for r in body.get("resources", []) if isinstance(r, dict)}
-        if ref.plural not in names:
-            return False
-        self._has_status[ref.group] = f"{ref.plural}/status" in names
-        return True
-
     async def _run_selector_api(self, ref: SelectorRef, listed: asyncio.Event) -> None:
-        errors = 0
-        while True:
-            try:
-                if await self._served(ref):
-                    break
-                errors = 0
-                log.warning("selector API not served; retrying", api=ref.api_version,
-                            kind=ref.kind, hint=_unserved_hint(ref))
-                delay = self.config.api_retry_period
-                listed.set()  # not served: do not hold the other APIs back
-            except LOOKUP_ERRORS as exc:  # the API server is struggling, not saying "no":
-                # the caches are not synced without this API's selectors (readiness waits)
-                delay = min(self.config.api_retry_period, 0.5 * 2.0 ** min(errors, 10))
-                errors += 1
-                log.warning("selector API look-up failed; retrying", api=ref.api_version,
-                            error=str(exc) or repr(exc), retry_in=delay)
-            await asyncio.sleep(delay)
+        """The selector API's informers, once the cluster serves it (``listed`` set once they
+        listed, or when it is found unserved)."""
+        self._has_status[ref.group] = await wait_served(
+            self.client, ref, self.config.api_retry_period, listed.set)
         r = self.router
-        handler = _Handler(ref.plural, r.selector_added, r.selector_updated, r.selector_deleted,
-                           self.metrics)
+        handler = CountingHandler(ref.plural, r.selector_added, r.selector_updated,
+                                  r.selector_deleted, self.metrics)
 
         def parse(raw: dict[str, Any]) -> SelectorRecord:
             return parse_selector(raw, ref)
@@ -460,30 +386,3 @@ class Controller:
 
     def idle(self) -> bool:
         return self.queue.idle()
-
-
-class _Inputs:
-    """The syncer's view of the caches."""
-
-    def __init__(self, controller: Controller) -> None:
-        self._c = controller
-
-    def selector(self, key: str) -> SelectorRecord | None:
-        return self._c.router.selector(key)
-
-    def pods_of(self, key: str) -> Iterable[PodRecord]:
-        return self._c.router.pods_of(key)
-
-    def nodes(self) -> Mapping[str, NodeRecord]:
-        return self._c._nodes.store.as_mapping()
-
-    def slices(self, key: str) -> Iterable[SliceRecord]:
-        return self._c.router.slices_of(key)
-
-
-async def cancel_quietly(task: asyncio.Task[Any] | None) -> None:
-    if task is None:
-        return
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError, Exception):
-        await task

@@ -20,6 +20,7 @@ A task returning normally or being cancelled is not a failure.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
@@ -110,3 +111,12 @@ class Supervisor:
     async def stop_all(self) -> None:
         for name in list(self._tasks):
             await self.stop(name)
+
+
+async def cancel_quietly(task: asyncio.Task[Any] | None) -> None:
+    """Cancel ``task`` and wait for it, whatever it ends with."""
+    if task is None:
+        return
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await task

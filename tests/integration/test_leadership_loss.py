@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 import slicectl.controller.sync as sync_module
-from slicectl.controller.controller import Controller, ControllerConfig, cancel_quietly
+from slicectl.controller.controller import Controller, ControllerConfig
+from slicectl.controller.supervisor import cancel_quietly
 from slicectl.controller.tracker import SliceTracker
 from slicectl.controller.writer import NotLeading, SliceWriter
 from slicectl.kube.client import ClientSettings, KubeClient

@@ -15,7 +15,8 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from slicectl.controller.controller import Controller, ControllerConfig, cancel_quietly
+from slicectl.controller.controller import Controller, ControllerConfig
+from slicectl.controller.supervisor import cancel_quietly
 from slicectl.kube.client import KubeClient
 from slicectl.kube.resources import PODS
 from slicectl.model.records import ANNOTATION_TRIGGER_TIME
