@@ -41,6 +41,7 @@ from slicectl.kube.ratelimit import TokenBucket
 _EDGE_PRUNE_EVERY = 1024  # gets between sweeps of the per-key batching state
 _LAST_START_KEEP = 60.0  # seconds a key's last sync start is remembered for ``min_interval``
 
+
 class ShutDown(Exception):
     """Raised by :meth:`WorkQueue.get` once the queue is shut down."""
 

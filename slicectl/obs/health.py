@@ -38,6 +38,7 @@ from slicectl.obs.metrics import CONTENT_TYPE, Metrics
 class ListenError(Exception):
     """A listener could not be opened (the port is taken, the host is not this one's)."""
 
+
 LivenessCheck = Callable[[], tuple[bool, str]]
 
 

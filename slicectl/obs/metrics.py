@@ -231,6 +231,7 @@ class Metrics:
 
     def observe_loop_lag(self, seconds: float) -> None:
         self.event_loop_lag.observe(max(seconds, 0.0))
+
     def set_cached(self, pods: int, selectors: int) -> None:
         """What the caches hold: the figures that size the controller's memory."""
         self.pods_cached.set(pods)

@@ -48,7 +48,6 @@ def test_managed_fields_cut_when_last_and_kept_otherwise() -> None:
     assert loads_lean(raw) == stripped(pod("a"))
 
 
-
 # Strings that look like the cut's landmarks: a ``]`` (where the cut looks for the array's
 # end), ``},"spec":{`` (what must follow it), quotes and backslashes (escaped by the encoder).
 tricky = st.sampled_from(["]", '},"spec":{', ']},"spec":{', '"', "\\", "[", "kubelet", ""])
