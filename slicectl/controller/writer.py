@@ -39,6 +39,7 @@ cleared by a definite answer, so the next sync looks at the server before creati
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -68,6 +69,7 @@ from slicectl.reconcile import (
 )
 
 CONFLICT_RETRIES = 3
+Write = Callable[[], Coroutine[Any, Any, None]]  # one write, made when it is due
 __all__ = ["NamespaceTerminating", "NotLeading", "Prepaid", "SliceVanished", "SliceWriter",
            "WriteResult"]
 
@@ -228,10 +230,11 @@ class SliceWriter:
         """A stage's creates, to go out together; but after a refused create (a used-up
         ResourceQuota) one goes first and the others once it landed, so that a refusal
         that lasts costs one request per sync, not one per slice the selector lacks."""
-        creates = [self._create_one(key, selector, spec, trigger_time, result, token)
-                   for spec in specs]
+        creates: list[Write] = [
+            functools.partial(self._create_one, key, selector, spec, trigger_time, result, token)
+            for spec in specs]
         if len(creates) < 2 or not self._tracker.creates_refused(key):
-            return creates
+            return [create() for create in creates]
         return [_one_then_the_rest(creates[0], creates[1:])]
 
     async def _create_one(
@@ -328,16 +331,12 @@ async def _together(writes: list[Coroutine[Any, Any, None]]) -> None:
             raise outcome
 
 
-async def _one_then_the_rest(first: Coroutine[Any, Any, None],
-                             rest: list[Coroutine[Any, Any, None]]) -> None:
-    """``first``, then ``rest`` together if it succeeded (else they are closed unsent)."""
-    try:
-        await first
-    except BaseException:
-        for write in rest:
-            write.close()
-        raise
-    await _together(rest)
+async def _one_then_the_rest(first: Write, rest: list[Write]) -> None:
+    """``first()``, then the ``rest`` together if it succeeded. Each write is made only when it
+    is due: one that never goes out (``first`` failed, or this was cancelled, even before it
+    began) leaves no coroutine behind unawaited."""
+    await first()
+    await _together([write() for write in rest])
 
 
 def _as_requested(exc: ApiError, prefix: str) -> ApiError:

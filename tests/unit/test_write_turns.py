@@ -12,15 +12,28 @@ so concurrent syncs take turns, as upstream's one-write-at-a-time syncs do.
 from __future__ import annotations
 
 import asyncio
+import gc
+import warnings
 from typing import Any, cast
+
+import pytest
 
 from slicectl.controller.tracker import SliceTracker
 from slicectl.controller.writer import SliceWriter
 from slicectl.kube.client import KubeClient
 from slicectl.kube.ratelimit import TokenBucket
 from slicectl.kube.resources import Resource
-from slicectl.reconcile import Settings, plan
-from tests.unit.reconcile_builders import NODES, make_selector, pods_range
+from slicectl.reconcile import Settings, plan, write_stages
+from tests.unit.reconcile_builders import (
+    NODES,
+    FakeCluster,
+    ip4,
+    make_pod,
+    make_selector,
+    pods_range,
+)
+
+KEY = "slicectl.io/default/web"
 
 
 class BucketClient:
@@ -67,3 +80,34 @@ async def test_a_sync_with_many_creates_does_not_book_every_token_before_another
     await bigs
     assert client.sent.index("small") <= 2, client.sent  # not 10th, after every big one
     assert client.sent.count("big") == 10
+
+
+async def test_a_sync_cancelled_before_its_writes_began_leaves_no_write_unawaited() -> None:
+    """After a refused create a stage's creates go one first and the rest once it landed. The
+    rest were made as coroutines up front, and when the sync was cancelled (its term ended)
+    before the stage's writes began, none of them was closed: a "coroutine ... was never
+    awaited" RuntimeWarning for each slice the selector lacked."""
+    one_each = Settings(max_endpoints_per_slice=1)
+    sel = make_selector(uid="web")
+    cluster = FakeCluster()
+    cluster.apply(sel, plan(sel, pods_range(1), NODES, [], one_each))
+    pods = [make_pod("pod-00000", ip4(0), ready=False), *pods_range(3, 1)]
+    the_plan = plan(sel, pods, NODES, cluster.slices, one_each)
+    assert (len(the_plan.creates), len(the_plan.updates)) == (3, 1)
+    assert len(write_stages(the_plan)) == 1  # one stage: the creates go with the update
+    tracker = SliceTracker()
+    tracker.create_started(KEY)
+    tracker.create_settled(KEY, refused=True)  # a used-up quota: one create first
+    client = BucketClient(qps=0.0)
+    writer = SliceWriter(cast(KubeClient, client), tracker)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        write = asyncio.create_task(writer.apply(KEY, sel, the_plan, None))
+        await asyncio.sleep(0)  # the stage's writes are handed over, and have not begun
+        write.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await write
+        del write
+        gc.collect()
+    assert client.sent == []
+    assert [str(w.message) for w in caught if "never awaited" in str(w.message)] == []
