@@ -56,6 +56,7 @@ from slicectl.kube.errors import (
     NotFound,
     ServerError,
 )
+from slicectl.kube.ratelimit import wait_for_token
 from slicectl.kube.resources import ENDPOINTSLICES
 from slicectl.model.parse import parse_slice, parse_version
 from slicectl.model.records import ObjectVersion, SelectorRecord, SliceRecord
@@ -166,9 +167,7 @@ class SliceWriter:
         if token.use():
             return True
         async with token.turn:
-            wait = self._client.reserve_token()
-            if wait > 0:
-                await asyncio.sleep(wait)
+            await wait_for_token(self._client.reserve_token(), self._client.refund_token)
         return True
 
     def refund(self, token: Prepaid) -> None:

@@ -112,9 +112,7 @@ class TokenBucket:
 
     async def acquire(self) -> None:
         """Wait for one token; a non-positive qps means unlimited."""
-        wait = self.reserve()
-        if wait > 0:
-            await asyncio.sleep(wait)
+        await wait_for_token(self.reserve(), self.refund)
 
     async def acquire_spare(self) -> None:
         """Wait until a token can be taken while keeping half the burst for other callers
@@ -171,3 +169,16 @@ class RequestLimit:
                       within_s=round(within, 3), qps=self._qps, burst=self._burst,
                       hint="requests wait for --kube-api-qps/--kube-api-burst, not the API "
                            "server; raise them if this persists")
+
+async def wait_for_token(wait: float, refund: Callable[[], None]) -> None:
+    """Wait the ``wait`` seconds a token just reserved needs; cancelled meanwhile, give it back
+    with ``refund``: the request it was for never goes out, and Go's ``rate.Limiter.Wait``
+    (client-go's) cancels its reservation when its context ends. Kept, the tokens of the
+    writes waiting when a leadership term ended left the bucket in debt for the next term."""
+    if wait <= 0:
+        return
+    try:
+        await asyncio.sleep(wait)
+    except asyncio.CancelledError:
+        refund()
+        raise

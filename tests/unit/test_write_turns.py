@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import warnings
+from collections.abc import Callable
 from typing import Any, cast
 
 import pytest
@@ -40,12 +41,14 @@ class BucketClient:
     """The parts of :class:`KubeClient` the writer uses, with a real token bucket; records the
     order creates are sent in (by the selector each is for)."""
 
-    def __init__(self, qps: float) -> None:
-        self.bucket = TokenBucket(qps, 1)
+    def __init__(self, qps: float, clock: Callable[[], float] | None = None) -> None:
+        self.bucket = TokenBucket(qps, 1, clock) if clock is not None else TokenBucket(qps, 1)
         self.sent: list[str] = []
         self.first_sent = asyncio.Event()
+        self.reserved = asyncio.Event()
 
     def reserve_token(self) -> float:
+        self.reserved.set()
         return self.bucket.reserve()
 
     def refund_token(self) -> None:
@@ -80,6 +83,26 @@ async def test_a_sync_with_many_creates_does_not_book_every_token_before_another
     await bigs
     assert client.sent.index("small") <= 2, client.sent  # not 10th, after every big one
     assert client.sent.count("big") == 10
+
+
+async def test_a_write_cancelled_while_it_waits_for_its_token_gives_the_token_back() -> None:
+    """A sync cancelled (its leadership term ended) while one of its writes waited in turn for
+    a token kept that token: the write never went out, yet the bucket stayed a token in debt.
+    Leadership terms cut short under churn at 5 QPS left it 150 tokens (30 s) in debt, and the
+    next term's first writes waited for tokens nobody had used. Go's rate.Limiter.Wait, which
+    client-go waits on, cancels its reservation when its context ends."""
+    client = BucketClient(qps=0.01, clock=lambda: 0.0)  # the bucket's time stands still
+    assert client.bucket.try_take()  # empty: a token is 100 s away
+    writer = SliceWriter(cast(KubeClient, client), SliceTracker())
+    sel = make_selector(uid="web")
+    write = asyncio.create_task(
+        writer.apply(KEY, sel, plan(sel, pods_range(1), NODES, [], Settings()), None))
+    await client.reserved.wait()  # its create waits for its token
+    write.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await write
+    assert client.sent == []
+    assert client.bucket.reserve() == 100.0  # the next token is one token away, not two
 
 
 async def test_a_sync_cancelled_before_its_writes_began_leaves_no_write_unawaited() -> None:
