@@ -185,11 +185,13 @@ class SliceWriter:
     async def _create(
         self, key: str, body: dict[str, Any], ns: str, token: Prepaid
     ) -> dict[str, Any]:
-        """One create; the tracker holds an "outcome unknown" mark until a definite answer."""
+        """One create; the tracker holds an "outcome unknown" mark until a definite answer,
+        from when its token is at hand (cancelled before, it was not sent)."""
+        prepaid = await self._pay(token)
         self._tracker.create_started(key)
         try:
             raw = await self._client.create(ENDPOINTSLICES, body, ns, guard=self._guard,
-                                            prepaid=await self._pay(token))
+                                            prepaid=prepaid)
         except BaseException as exc:
             if _refused(exc):  # a refusal of the create itself marks the selector
                 self._tracker.create_settled(

@@ -134,3 +134,22 @@ async def test_a_sync_cancelled_before_its_writes_began_leaves_no_write_unawaite
         gc.collect()
     assert client.sent == []
     assert [str(w.message) for w in caught if "never awaited" in str(w.message)] == []
+
+
+async def test_a_create_cancelled_before_it_was_sent_leaves_no_outcome_in_doubt() -> None:
+    """A create cancelled while it waited for its token was never sent, but the tracker was
+    told it had gone out: its outcome "unknown", the selector's next sync first read its slices
+    from the server (a LIST per selector whose sync a term's end cut short there)."""
+    client = BucketClient(qps=0.01, clock=lambda: 0.0)
+    assert client.bucket.try_take()  # empty: a token is 100 s away
+    tracker = SliceTracker()
+    writer = SliceWriter(cast(KubeClient, client), tracker)
+    sel = make_selector(uid="web")
+    write = asyncio.create_task(
+        writer.apply(KEY, sel, plan(sel, pods_range(1), NODES, [], Settings()), None))
+    await client.reserved.wait()  # its create waits for its token
+    write.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await write
+    assert client.sent == []
+    assert not tracker.has_unknown_creates(KEY)
