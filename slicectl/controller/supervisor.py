@@ -20,7 +20,6 @@ A task returning normally or being cancelled is not a failure.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
@@ -114,9 +113,9 @@ class Supervisor:
 
 
 async def cancel_quietly(task: asyncio.Task[Any] | None) -> None:
-    """Cancel ``task`` and wait for it, whatever it ends with."""
+    """Cancel ``task`` and wait for it, however it ends; the caller's own cancellation still
+    propagates (an ``await task`` under ``suppress(CancelledError)`` swallowed it)."""
     if task is None:
         return
     task.cancel()
-    with contextlib.suppress(asyncio.CancelledError, Exception):
-        await task
+    await asyncio.gather(task, return_exceptions=True)
