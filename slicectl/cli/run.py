@@ -199,6 +199,30 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
     )
 
 
+async def _connect_unless_stopped(
+    opts: RunOptions, metrics: Metrics, stop: asyncio.Event,
+) -> KubeClient | None:
+    """The API client, or None once ``stop`` is set. A kubeconfig's exec plugin runs here, and
+    may never answer (a login waiting for a browser): a signal meanwhile ends the start-up, as
+    one before it (nothing to undo). Left early (that signal, or this task cancelled), the
+    connect is abandoned and a client it made all the same is closed: nothing outlives it."""
+    connecting = asyncio.ensure_future(KubeClient.connect(
+        opts.kubeconfig, opts.context, opts.client, on_request=metrics.api_request,
+        on_rate_limit=metrics.rate_limited,
+        insecure_skip_tls_verify=opts.insecure_skip_tls_verify))
+    stopped = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait([connecting, stopped], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopped.cancel()
+        if stop.is_set() or not connecting.done():
+            connecting.cancel()
+            (early,) = await asyncio.gather(connecting, return_exceptions=True)
+            if isinstance(early, KubeClient):  # it connected as the signal came
+                await early.close()
+    return None if stop.is_set() else connecting.result()
+
+
 async def run_controller(
     opts: RunOptions,
     stop: asyncio.Event,
@@ -207,23 +231,10 @@ async def run_controller(
 ) -> int:
     """Run until ``stop`` is set; the body of ``slicectl run`` (also used by the demo)."""
     metrics = Metrics()
-    # A kubeconfig's exec plugin runs here, and may never answer (a login waiting for a
-    # browser): a signal meanwhile ends the start-up, as one before it (nothing to undo).
-    connecting = asyncio.ensure_future(KubeClient.connect(
-        opts.kubeconfig, opts.context, opts.client, on_request=metrics.api_request,
-        on_rate_limit=metrics.rate_limited,
-        insecure_skip_tls_verify=opts.insecure_skip_tls_verify))
-    stopped = asyncio.ensure_future(stop.wait())
-    await asyncio.wait([connecting, stopped], return_when=asyncio.FIRST_COMPLETED)
-    stopped.cancel()
-    if stop.is_set():
-        connecting.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            early = await connecting  # it may have connected as the signal came
-            await early.close()
+    client = await _connect_unless_stopped(opts, metrics, stop)
+    if client is None:
         log.info("shutting down")
         return 0
-    client = connecting.result()
     health = HealthServer(metrics, metrics_bind_address=opts.metrics_bind_address,
                           health_probe_bind_address=opts.health_probe_bind_address)
     # Leader election has a client of its own: its renewals never wait behind the workers'

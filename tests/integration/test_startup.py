@@ -11,6 +11,7 @@ traceback. To send the signal at a chosen moment, a ``sitecustomize`` put on the
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import sys
@@ -18,9 +19,10 @@ from pathlib import Path
 
 import pytest
 
+from slicectl.cli.run import run_controller
 from tests.integration.conftest import Cluster
 from tests.integration.credentials import user_kubeconfig
-from tests.integration.support import wait_until
+from tests.integration.support import options, wait_until
 from tests.reliability.procs import ROOT, Replica
 
 PAUSE_HOOK = '''\
@@ -127,3 +129,38 @@ async def test_a_sigterm_while_an_exec_plugin_hangs_ends_the_process(
         assert replica.logged("shutting down"), replica.tail()
     finally:
         await replica.kill()
+
+
+async def test_run_controller_cancelled_while_an_exec_plugin_hangs_leaves_no_task(
+    cluster: Cluster, tmp_path: Path,
+) -> None:
+    """``run_controller`` cancelled (the demo's shutdown timeout, a test's) while the exec
+    plugin hung left its connect running and its wait for the stop signal pending for good:
+    a client the plugin's late answer made would never be closed."""
+    script, started = tmp_path / "plugin.py", tmp_path / "plugin-started"
+    script.write_text(HANGING_PLUGIN)
+    kubeconfig = user_kubeconfig(cluster.kubeconfig, {"exec": {
+        "apiVersion": "client.authentication.k8s.io/v1", "command": sys.executable,
+        "args": [str(script), str(started)], "interactiveMode": "Never"}},
+        tmp_path / "kubeconfig")
+    opts = options(kubeconfig, cluster.namespace)
+    before = asyncio.all_tasks()
+    running = asyncio.create_task(run_controller(opts, asyncio.Event()))
+
+    async def plugin_runs() -> bool:
+        return started.exists() or running.done()
+
+    await wait_until(plugin_runs, what="the exec plugin runs")
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+
+    def left() -> set[asyncio.Task[object]]:
+        return asyncio.all_tasks() - before - {asyncio.current_task()}
+
+    async def none_left() -> bool:
+        return not left()
+
+    with contextlib.suppress(AssertionError):  # a cancelled task ends a loop turn later
+        await wait_until(none_left, limit=10.0)
+    assert not left(), left()
