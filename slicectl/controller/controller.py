@@ -293,6 +293,14 @@ class Controller:
                 self.metrics.observe_queue_latency(waited)
             try:
                 await self._process(key, trigger)
+            except asyncio.CancelledError:
+                if _cancelling():
+                    raise
+                # Nobody cancelled this worker (a library's internal timeout gone astray): a
+                # TaskGroup takes a child that ends cancelled as nothing to report, so ending
+                # here would leave the replica ready with a worker fewer. The key is requeued.
+                log.error("a sync was cancelled from inside; the worker carries on",
+                          selector=key)
             finally:
                 self.queue.done(key)
 
@@ -386,3 +394,10 @@ class Controller:
 
     def idle(self) -> bool:
         return self.queue.idle()
+
+
+def _cancelling() -> bool:
+    """The current task was asked to stop (its ``cancel()`` was called), as opposed to a
+    CancelledError raised inside it that nobody asked for."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0

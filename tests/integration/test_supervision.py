@@ -6,11 +6,14 @@ logged and recovered (restarted with backoff), so the replica goes on leading an
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+from typing import Any
 
 import orjson
 import pytest
 
+from slicectl.controller.sync import Syncer
 from slicectl.obs.metrics import Metrics
 from tests.integration.client_faults import ClientFaults
 from tests.integration.conftest import Cluster
@@ -102,3 +105,33 @@ async def test_a_crashed_worker_is_restarted(
 
         await wait_until(three, what="later changes are still synced after a worker crashed")
     assert crashes[0] == 1
+
+
+async def test_a_worker_survives_a_cancellation_that_is_not_its_own(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A CancelledError out of a sync that nobody asked for (a library's internal timeout
+    gone wrong) ended the worker, and a TaskGroup takes a child that ends cancelled as
+    nothing to report: the replica stayed ready with one worker fewer, none at all with
+    ``concurrent_syncs`` 1, and never synced again. The worker now logs it and carries on."""
+    c = cluster
+    await _setup(c)
+    strays = [0]
+    real = Syncer.sync
+
+    async def cancelled_once(self: Syncer, *args: Any, **kwargs: Any) -> Any:
+        if strays[0] == 0:
+            strays[0] += 1
+            raise asyncio.CancelledError
+        return await real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Syncer, "sync", cancelled_once)
+    opts = options(c.kubeconfig, c.namespace, batch_period=0.0)
+    opts = dataclasses.replace(opts, controller=dataclasses.replace(opts.controller,
+                                                                    concurrent_syncs=1))
+    async with running_controller(opts):
+        async def one() -> bool:
+            return await _endpoints(c) == 1
+
+        await wait_until(one, what="the selector synced by the one worker after the stray")
+    assert strays[0] == 1
