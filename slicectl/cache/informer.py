@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import math
 import random
 import time
 from collections.abc import AsyncIterator, Callable
@@ -54,7 +53,7 @@ from slicectl.cache.handlers import InformerHandler, InformerStats, Versioned
 from slicectl.cache.heap import release_after_list
 from slicectl.cache.mirror import CHECK_EVERY, Mirror, Resync
 from slicectl.cache.store import Store
-from slicectl.kube.answers import server_side
+from slicectl.kube.answers import EarlyResume, server_side
 from slicectl.kube.client import MAX_RETRY_AFTER, KubeClient
 from slicectl.kube.errors import ApiError, Gone, Invalid, TooManyRequests, WatchStalled
 from slicectl.kube.resources import Resource
@@ -62,8 +61,6 @@ from slicectl.kube.watch import WatchEvent
 
 _log = structlog.get_logger()
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
-EARLY_RESUME_GUARD = 5.0  # seconds between two backoffs ended early by an answer (see _pause)
-EARLY_RESUME_SPREAD = 0.2  # informers resuming at one answer spread over this many seconds
 HEALTHY_WATCH = 1.0  # seconds: a watch open this long (or that delivered) ends a failure streak
 STREAM_TRIES = 2  # streamed lists in a row ended before their end bookmark: LISTs from then on
 
@@ -114,7 +111,7 @@ class Informer(Generic[T]):
         self.store: Store[T] = store if store is not None else Store()
         self.synced = asyncio.Event()
         self.stats = InformerStats()
-        self._resumed_early = -math.inf  # when a backoff last ended early (see _pause)
+        self._resume = EarlyResume(client.answers)  # ends a backoff when the server is back
         self._log = _log.bind(resource=resource.plural, namespace=namespace or "")
         self._mirror = Mirror(self.store, parse, key, namespace, handler, self.stats, self._log,
                               self._delivered)
@@ -206,25 +203,9 @@ class Informer(Generic[T]):
                                   "the end of their initial events")
 
     async def _pause(self, delay: float, *, early: bool) -> None:
-        """Back off ``delay`` seconds, or less if ``early`` (the server was away or struggling):
-        once the server answers any request after this failure it is back, and a backoff grown
-        while it was away would only keep the cache stale. Such an early end comes at most once
-        per ``EARLY_RESUME_GUARD``, so a watch that fails on its own while the server answers
-        everyone else still backs off. A refusal (403, 401, 404) is never ended early: the
-        server was there to answer it."""
-        if not early:
-            await asyncio.sleep(delay)
-            return
-        failed = time.monotonic()
-        hold = self._resumed_early + EARLY_RESUME_GUARD - failed
-        if hold >= delay:
-            await asyncio.sleep(delay)
-            return
-        if hold > 0:
-            await asyncio.sleep(hold)
-        if await self._client.answers.after(failed, delay - max(hold, 0.0)):
-            self._resumed_early = time.monotonic()
-            await asyncio.sleep(random.uniform(0.0, EARLY_RESUME_SPREAD))
+        """Back off ``delay`` seconds, less if ``early`` and the server answers again
+        (:class:`slicectl.kube.answers.EarlyResume`)."""
+        await self._resume.pause(delay, early=early)
 
     def _backoff(self, failures: int) -> float:
         ceiling = min(self._backoff_max, self._backoff_initial * (2.0 ** min(failures, 30)))

@@ -7,12 +7,13 @@ selector API's informers start only once discovery says the cluster serves it
 (:func:`wait_served`): one that is not served yet is looked up again every retry period and
 does not hold the other APIs back (KEP-6116's non-blocking start-up); a look-up that fails
 (5xx, connection refused) is retried with backoff, never fatal, and does not say the API is
-unserved, so readiness waits for it.
+unserved, so readiness waits for it; the backoff ends early once the server answers again
+(:class:`~slicectl.kube.answers.EarlyResume`, as the informers'), so readiness does not lag
+the other caches after an outage at start.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -20,6 +21,7 @@ import structlog
 
 from slicectl.cache.store import Store
 from slicectl.controller.routing import Router
+from slicectl.kube.answers import EarlyResume, server_side
 from slicectl.kube.client import KubeClient
 from slicectl.kube.discovery import LOOKUP_ERRORS, resource_names
 from slicectl.kube.resources import Resource
@@ -27,6 +29,7 @@ from slicectl.model.records import NodeRecord, PodRecord, SelectorRecord, Select
 from slicectl.obs.metrics import Metrics
 
 log = structlog.get_logger("slicectl.controller")
+LOOKUP_BACKOFF = 0.5  # seconds after a selector API look-up's first failure, doubling
 
 
 def selector_resource(ref: SelectorRef) -> Resource:
@@ -86,6 +89,7 @@ async def wait_served(client: KubeClient, ref: SelectorRef, retry_period: float,
     """Look the selector API up until the cluster serves it, calling ``unserved`` each time
     it is found not served; whether it has a status subresource (module docstring)."""
     errors = 0
+    resume = EarlyResume(client.answers)
     while True:
         try:
             names = await resource_names(client, f"/apis/{ref.group}/{ref.version}")
@@ -94,15 +98,16 @@ async def wait_served(client: KubeClient, ref: SelectorRef, retry_period: float,
             errors = 0
             log.warning("selector API not served; retrying", api=ref.api_version,
                         kind=ref.kind, hint=_unserved_hint(ref))
-            delay = retry_period
+            delay, early = retry_period, False
             unserved()  # not served: do not hold the other APIs back
         except LOOKUP_ERRORS as exc:  # the API server is struggling, not saying "no":
             # the caches are not synced without this API's selectors (readiness waits)
-            delay = min(retry_period, 0.5 * 2.0 ** min(errors, 10))
+            delay = min(retry_period, LOOKUP_BACKOFF * 2.0 ** min(errors, 10))
+            early = server_side(exc)
             errors += 1
             log.warning("selector API look-up failed; retrying", api=ref.api_version,
                         error=str(exc) or repr(exc), retry_in=delay)
-        await asyncio.sleep(delay)
+        await resume.pause(delay, early=early)
 
 
 def _unserved_hint(ref: SelectorRef) -> str:

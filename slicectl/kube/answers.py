@@ -9,6 +9,8 @@ and Fairness), the moment not to cut anyone's backoff short. Callers waiting out
 ask to be woken by the first such answer after it, if the failure was the server's
 (:func:`server_side`): a request the server refused (RBAC, a bad token, a resource it does not
 serve) was answered, and other requests being answered says nothing about it.
+:class:`EarlyResume` is such a backoff; each of its owners (an informer, a selector API's
+look-up) ends one early at most once per ``EARLY_RESUME_GUARD``.
 """
 
 from __future__ import annotations
@@ -16,11 +18,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+import random
 import time
 
 import aiohttp
 
 from slicectl.kube.errors import ApiError
+
+EARLY_RESUME_GUARD = 5.0  # seconds between two backoffs ended early by an answer (EarlyResume)
+EARLY_RESUME_SPREAD = 0.2  # waiters resuming at one answer spread over this many seconds
 
 
 class Answers:
@@ -55,6 +61,35 @@ class Answers:
         finally:
             with contextlib.suppress(ValueError):
                 self._waiters.remove(waiter)
+
+
+class EarlyResume:
+    """Backoffs that the server's next answer may end, for one retrying owner."""
+
+    def __init__(self, answers: Answers) -> None:
+        self._answers = answers
+        self._resumed = -math.inf  # when a backoff last ended early
+
+    async def pause(self, delay: float, *, early: bool) -> None:
+        """Back off ``delay`` seconds, or less if ``early`` (the server was away or struggling):
+        once the server answers any request after this failure it is back, and a backoff grown
+        while it was away would only keep a cache stale. Such an early end comes at most once
+        per ``EARLY_RESUME_GUARD``, so a request that fails on its own while the server answers
+        everyone else still backs off. A refusal (403, 401, 404) is never ended early: the
+        server was there to answer it."""
+        if not early:
+            await asyncio.sleep(delay)
+            return
+        failed = time.monotonic()
+        hold = self._resumed + EARLY_RESUME_GUARD - failed
+        if hold >= delay:
+            await asyncio.sleep(delay)
+            return
+        if hold > 0:
+            await asyncio.sleep(hold)
+        if await self._answers.after(failed, delay - max(hold, 0.0)):
+            self._resumed = time.monotonic()
+            await asyncio.sleep(random.uniform(0.0, EARLY_RESUME_SPREAD))
 
 
 def server_side(exc: BaseException) -> bool:

@@ -13,7 +13,7 @@ import pytest
 from slicectl.cache import informer as informer_module
 from slicectl.cache.handlers import FanOut
 from slicectl.cache.informer import Informer
-from slicectl.kube.answers import Answers
+from slicectl.kube.answers import EARLY_RESUME_GUARD, Answers
 from slicectl.kube.client import MAX_RETRY_AFTER
 from slicectl.kube.errors import (
     Forbidden,
@@ -413,7 +413,7 @@ async def test_answers_end_a_backoff_early_at_most_once_per_guard() -> None:
 
     others = asyncio.create_task(others_answered())
     with pytest.raises(TimeoutError):
-        await _resumes_within(client, informer_module.EARLY_RESUME_GUARD / 2)
+        await _resumes_within(client, EARLY_RESUME_GUARD / 2)
     others.cancel()
     assert client.watch_versions == ["1", "1"], "one early resume, then the minute's backoff"
 
