@@ -208,7 +208,7 @@ async def _connect_unless_stopped(
     connect is abandoned and a client it made all the same is closed: nothing outlives it."""
     connecting = asyncio.ensure_future(KubeClient.connect(
         opts.kubeconfig, opts.context, opts.client, on_request=metrics.api_request,
-        on_rate_limit=metrics.rate_limited,
+        on_rate_limit=metrics.rate_limited, on_retry=metrics.api_retry,
         insecure_skip_tls_verify=opts.insecure_skip_tls_verify))
     stopped = asyncio.ensure_future(stop.wait())
     try:
@@ -241,7 +241,7 @@ async def run_controller(
     # writes for a token, and a request gets no longer than the renew deadline.
     lease_client = client.sibling(
         replace(opts.client, request_timeout=opts.renew_deadline),
-        on_request=metrics.api_request) if opts.leader_elect else None
+        on_request=metrics.api_request, on_retry=metrics.api_retry) if opts.leader_elect else None
     elector = (
         LeaderElector(lease_client, opts.lease_namespace, opts.lease_name, opts.identity,
                       opts.lease_duration, opts.renew_deadline, opts.retry_period,

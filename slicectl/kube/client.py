@@ -3,7 +3,8 @@
 It decides the wire behaviour every caller shares: the client-side rate limit (one
 :class:`~slicectl.kube.ratelimit.RequestLimit`; a watch takes one token for its initial
 request only), typed errors, 429 handling (sleep for ``Retry-After``, at most
-``MAX_RETRY_AFTER``, and resend, for every verb, since a 429 was not processed), one
+``MAX_RETRY_AFTER``, and resend, for every verb, since a 429 was not processed; each resend
+is reported to the ``on_retry`` hook, as client-go counts its retries), one
 credential refresh and retry on a 401, lists streamed page by page (what a LIST asks is
 :mod:`slicectl.kube.paging`'s), and watch streams read line by line with an inactivity
 watchdog (:mod:`slicectl.kube.watch`).
@@ -52,6 +53,7 @@ from slicectl.kube.transport import Transport
 from slicectl.kube.watch import MAX_LINE_BYTES, LineDecoder, WatchEvent, read_lines
 
 RequestHook = Callable[[str, str, int, float], None]  # (verb, resource, status or 0, seconds)
+RetryHook = Callable[[str, str, int], None]  # (verb, resource, status): resent after Retry-After
 Guard = Callable[[], None]  # raises to stop a request before it is sent
 
 _MAX_429_RETRIES = 10
@@ -84,11 +86,12 @@ class ClientSettings:
 class KubeClient:
     def __init__(
         self, conn: Connection, settings: ClientSettings, on_request: RequestHook | None,
-        on_rate_limit: RateLimitHook | None = None,
+        on_rate_limit: RateLimitHook | None = None, on_retry: RetryHook | None = None,
     ) -> None:
         self._conn = conn
         self._settings = settings
         self._on_request = on_request
+        self._on_retry = on_retry
         self._limit = RequestLimit(settings.qps, settings.burst, on_rate_limit)
         self._timeout = aiohttp.ClientTimeout(total=settings.request_timeout)
         self._transport = Transport(conn, settings.user_agent)
@@ -104,19 +107,20 @@ class KubeClient:
         on_request: RequestHook | None = None,
         *,
         on_rate_limit: RateLimitHook | None = None,
+        on_retry: RetryHook | None = None,
         insecure_skip_tls_verify: bool = False,
     ) -> Self:
         conn = await load_connection(kubeconfig, context,
                                      insecure_skip_tls_verify=insecure_skip_tls_verify)
-        return cls(conn, settings, on_request, on_rate_limit)
+        return cls(conn, settings, on_request, on_rate_limit, on_retry)
 
-    def sibling(self, settings: ClientSettings, on_request: RequestHook | None = None
-                ) -> KubeClient:
+    def sibling(self, settings: ClientSettings, on_request: RequestHook | None = None,
+                on_retry: RetryHook | None = None) -> KubeClient:
         """Another client on the same connection (server, TLS, credential and its renewals)
         with its own rate limit, timeouts and connections: leader election's, so that a
         renewal never queues behind the controller's writes for a token, as
         kube-controller-manager gives its elector a client of its own."""
-        return KubeClient(self._conn, settings, on_request)
+        return KubeClient(self._conn, settings, on_request, on_retry=on_retry)
 
     def __repr__(self) -> str:
         return f"KubeClient({self._conn!r})"
@@ -344,6 +348,8 @@ class KubeClient:
                 return decode_body(raw) if raw else None
             if isinstance(error, TooManyRequests) and throttled < _MAX_429_RETRIES:
                 throttled += 1
+                if self._on_retry is not None:
+                    self._on_retry(*request_labels(method, path, False), status)
                 await asyncio.sleep(min(error.retry_after or 1.0, MAX_RETRY_AFTER))
                 continue
             if isinstance(error, Unauthorized) and not reauthenticated:

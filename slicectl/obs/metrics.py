@@ -14,8 +14,9 @@ Naming decisions:
   (README, "Observability").
 * ``_created`` series are switched off: upstream does not expose them and they double the series.
 * The call sites get small methods with plain arguments, so no layer below ``obs`` imports
-  prometheus_client; :meth:`Metrics.api_request` and :meth:`Metrics.rate_limited` match the
-  kube client's ``on_request`` and ``on_rate_limit`` hooks.
+  prometheus_client; :meth:`Metrics.api_request`, :meth:`Metrics.rate_limited` and
+  :meth:`Metrics.api_retry` match the kube client's ``on_request``, ``on_rate_limit`` and
+  ``on_retry`` hooks.
 """
 
 from __future__ import annotations
@@ -123,6 +124,12 @@ class Metrics:
         self.api_requests = Counter(
             "slicectl_api_requests", "Kubernetes API requests by verb, resource and status code",
             ["verb", "resource", "code"], registry=r)
+        self.api_request_retries = Counter(
+            "slicectl_api_request_retries",
+            "Kubernetes API requests resent after the server's Retry-After (a 429), by verb, "
+            "resource and the status that made them wait (client-go's "
+            "rest_client_request_retries_total); each waited up to 60 s before it",
+            ["verb", "resource", "code"], registry=r)
         self.api_request_duration = Histogram(
             "slicectl_api_request_duration_seconds", "Kubernetes API request latency by verb",
             ["verb"], buckets=LATENCY_BUCKETS, registry=r)
@@ -188,6 +195,10 @@ class Metrics:
         """The kube client's ``on_request`` hook: one finished HTTP request."""
         self.api_requests.labels(verb=verb, resource=resource, code=str(code)).inc()
         self.api_request_duration.labels(verb=verb).observe(seconds)
+
+    def api_retry(self, verb: str, resource: str, code: int) -> None:
+        """The kube client's ``on_retry`` hook: a request to be resent after ``Retry-After``."""
+        self.api_request_retries.labels(verb=verb, resource=resource, code=str(code)).inc()
 
     def rate_limited(self, background: bool, seconds: float) -> None:
         """The kube client's ``on_rate_limit`` hook: one request's wait for its token (0 when

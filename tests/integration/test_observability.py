@@ -232,3 +232,39 @@ async def test_a_sync_that_fails_before_writing_warns_on_the_selector(
         [event] = await warnings()
     assert event["type"] == "Warning"
     assert "injected: the planner failed" in event["note"]
+
+
+@pytest.mark.embedded_only(reason="fault injection: every request answered 429 for a while")
+async def test_resends_after_a_429_are_counted(cluster: Cluster) -> None:
+    """A request the server throttles is resent after its ``Retry-After`` (at most 60 s, up to
+    10 times), holding its caller meanwhile: each resend is counted, as client-go's
+    ``rest_client_request_retries_total`` counts them, so a sync held that way shows why."""
+    c = cluster
+    assert c.server is not None
+    opts = options(c.kubeconfig, c.namespace)
+    opts = dataclasses.replace(  # LISTs: requests the client resends (a watch's caller retries)
+        opts, controller=dataclasses.replace(opts.controller, watch_list=False),
+        metrics_bind_address="127.0.0.1:0")
+    c.server.faults.throttle_rate = 1.0
+    try:
+        async with running_controller(opts) as run:
+            port = run.health.metrics_port
+
+            async def resent() -> bool:
+                got = await scrape(port)
+                return sum(v for (name, _), v in got.items()
+                           if name == "slicectl_api_request_retries_total") >= 2
+
+            await wait_until(resent, what="two resends after a 429 counted")
+            c.server.faults.throttle_rate = 0.0
+            await asyncio.wait_for(run.controller.caches_synced.wait(), 60)
+            got = await scrape(port)
+    finally:
+        c.server.faults.throttle_rate = 0.0
+    retries = {labels: v for (name, labels), v in got.items()
+               if name == "slicectl_api_request_retries_total"}
+    throttled = {labels: v for (name, labels), v in got.items()
+                 if name == "slicectl_api_requests_total" and ("code", "429") in labels}
+    assert retries and all(("code", "429") in labels for labels in retries)
+    for labels, count in retries.items():
+        assert throttled[labels] >= count, "a resend counted without its 429"

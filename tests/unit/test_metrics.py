@@ -26,6 +26,7 @@ OWN = {
     "slicectl_queue_latency_seconds": "histogram",
     "slicectl_sync_duration_seconds": "histogram",
     "slicectl_api_requests": "counter",
+    "slicectl_api_request_retries": "counter",
     "slicectl_api_request_duration_seconds": "histogram",
     "slicectl_rate_limiter_wait_seconds": "histogram",
     "slicectl_trigger_to_write_seconds": "histogram",
