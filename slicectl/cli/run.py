@@ -223,6 +223,18 @@ async def _connect_unless_stopped(
     return None if stop.is_set() else connecting.result()
 
 
+async def _first_set(*events: asyncio.Event) -> None:
+    """Wait until one of ``events`` is set. The waits end with this call, also when it is
+    cancelled (a shutdown's ``stop_all``, a cancelled ``run_controller``): ``asyncio.wait``
+    leaves its tasks running, and they stayed pending for good."""
+    waits = [asyncio.ensure_future(event.wait()) for event in events]
+    try:
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for wait in waits:
+            wait.cancel()
+
+
 async def run_controller(
     opts: RunOptions,
     stop: asyncio.Event,
@@ -275,11 +287,7 @@ async def run_controller(
         """Ready once caches are synced and, while leading, every selector was synced once."""
         await controller.caches_synced.wait()
         if elector is None or elector.is_leader:
-            synced = asyncio.create_task(controller.initial_sync_done.wait())
-            demoted = asyncio.create_task(standby.wait())
-            await asyncio.wait([synced, demoted], return_when=asyncio.FIRST_COMPLETED)
-            synced.cancel()
-            demoted.cancel()
+            await _first_set(controller.initial_sync_done, standby)
         health.set_ready()
 
     try:
@@ -296,11 +304,7 @@ async def run_controller(
         supervisor.spawn("readiness", readiness, restart=False)
         if on_started is not None:
             on_started(controller, health)
-        waiter = asyncio.create_task(stop.wait())
-        failed = asyncio.create_task(supervisor.failed.wait())
-        await asyncio.wait([waiter, failed], return_when=asyncio.FIRST_COMPLETED)
-        waiter.cancel()
-        failed.cancel()
+        await _first_set(stop, supervisor.failed)
         if supervisor.failed.is_set():
             log.error("exiting: a background task failed", error=supervisor.fatal_error)
             return 1

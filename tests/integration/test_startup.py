@@ -20,9 +20,17 @@ from pathlib import Path
 import pytest
 
 from slicectl.cli.run import run_controller
+from tests.integration.client_faults import ClientFaults, matches
 from tests.integration.conftest import Cluster
 from tests.integration.credentials import user_kubeconfig
-from tests.integration.support import options, wait_until
+from tests.integration.support import (
+    ESEL,
+    create_pod,
+    ensure_node,
+    options,
+    selector_body,
+    wait_until,
+)
 from tests.reliability.procs import ROOT, Replica
 
 PAUSE_HOOK = '''\
@@ -151,9 +159,48 @@ async def test_run_controller_cancelled_while_an_exec_plugin_hangs_leaves_no_tas
         return started.exists() or running.done()
 
     await wait_until(plugin_runs, what="the exec plugin runs")
+    await _cancel_and_count_left(running, before)
+
+
+async def test_run_controller_cancelled_before_its_first_sync_ended_leaves_no_task(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``run_controller`` cancelled while its first sync hung (a create the server holds):
+    its wait for the stop signal or a failed task, and readiness's wait for the first sync or
+    a lost Lease, each of two tasks, stayed pending for good."""
+    c = cluster
+    await ensure_node(c.client, "node-a", "zone-a")
+    await create_pod(c.client, c.namespace, "web-0", "10.8.2.1", {"app": "web"})
+    await c.client.create(ESEL, selector_body("web", {"app": "web"}), c.namespace)
+    hung = asyncio.Event()
+
+    async def hang_creates(method: str, path: str) -> None:
+        if matches(method, path, "POST", "/endpointslices"):
+            hung.set()
+            await asyncio.Event().wait()
+
+    ClientFaults(monkeypatch).before.append(hang_creates)
+    before = asyncio.all_tasks()
+    running = asyncio.create_task(run_controller(options(c.kubeconfig, c.namespace),
+                                                 asyncio.Event()))
+
+    async def create_hangs() -> bool:
+        return hung.is_set() or running.done()
+
+    await wait_until(create_hangs, what="the first sync's create hangs")
+    await _cancel_and_count_left(running, before, c)
+
+
+async def _cancel_and_count_left(running: asyncio.Task[int], before: set[asyncio.Task[object]],
+                                 cluster: Cluster | None = None) -> None:
+    """Cancel ``running``; no task it started may be left (``before``: the tasks till then).
+    The embedded server runs in this loop: its watches of the cancelled controller are ended
+    (its handler, unlike a real server's, notices a client gone only at its next write)."""
     running.cancel()
     with pytest.raises(asyncio.CancelledError):
         await running
+    if cluster is not None and cluster.server is not None:
+        cluster.server.faults.drop_watches()
 
     def left() -> set[asyncio.Task[object]]:
         return asyncio.all_tasks() - before - {asyncio.current_task()}
@@ -163,4 +210,4 @@ async def test_run_controller_cancelled_while_an_exec_plugin_hangs_leaves_no_tas
 
     with contextlib.suppress(AssertionError):  # a cancelled task ends a loop turn later
         await wait_until(none_left, limit=10.0)
-    assert not left(), left()
+    assert not left(), "; ".join(sorted(repr(t.get_coro()) for t in left()))
