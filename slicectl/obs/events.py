@@ -6,7 +6,12 @@ Decisions, following client-go's ``tools/events`` broadcaster and its spam filte
   seen within ``series_window`` does not create a new Event: it bumps the cached series
   (``count``, ``lastObservedTime``) and the existing Event is PATCHed with ``series``. Patches of
   one series go out at most once per ``series_interval``; counts in between are accumulated and
-  written by a background flush (and by :meth:`EventRecorder.flush`).
+  written by a background flush (and by :meth:`EventRecorder.flush`). The note is part of the
+  key, unlike in ``tools/events``, whose series of one (regarding, reason, action) keeps the
+  first note however later ones differ (an Event's note is immutable): an operator reads what
+  each failure said. ``tools/record``'s aggregation (an 11th similar Event in 10 minutes
+  becomes "(combined from similar events)") is not built: the bucket below bounds the writes
+  as its spam filter does, and only the Events of a burst number up to 25 rather than 11.
 * Each regarding object has a token bucket (``burst`` writes, then one per ``refill_seconds``,
   like client-go's 25 / 5 min), so a selector failing in a loop cannot flood the API server. A
   new event over the limit is dropped; a series increment waits for the next flush.
