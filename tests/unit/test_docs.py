@@ -1,8 +1,9 @@
-"""README.md against the code: the ``slicectl run`` flag table and the metric list.
+"""README.md against the code: the ``slicectl run`` flag table, the metric list and the test
+command.
 
 Readers copy these (a flag's default into a manifest, a metric's name and labels into a
-dashboard), so each test reads the document and checks it against what the code does: a change
-to one without the other fails here.
+dashboard, the test command into a shell), so each test reads the document and checks it against
+what the code and CI do: a change to one without the other fails here.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from slicectl.model.apis import DEFAULT_SELECTOR_API
 from slicectl.obs.metrics import SUBSYSTEM, Metrics
 
 README = Path(__file__).resolve().parents[2] / "README.md"
+CI = README.parent / ".ci" / "run"
 
 # Rows whose default is said in words (where the value comes from), not as a value.
 PROSE_DEFAULTS = {"--kubeconfig", "--context", "--leader-elect-resource-namespace"}
@@ -135,3 +137,25 @@ def test_the_metric_list_names_every_metric_with_its_labels() -> None:
     for name, labels in documented.items():
         if labels is not None:
             assert labels == exposed[name], name
+
+
+def sh_block(title: str) -> str:
+    """The first ``sh`` code block of the README section ``title``."""
+    found = re.search(r"```sh\n(.*?)\n```", section(title), re.S)
+    assert found is not None, title
+    return found[1]
+
+
+def ci_commands() -> set[str]:
+    """The command lines of ``.ci/run``, as a reader would type them: ``"$PY"`` (python3 unless
+    overridden) spelled out, pip's ``-q`` dropped."""
+    lines = (line.strip() for line in CI.read_text().splitlines())
+    return {line.replace('"$PY"', "python3").replace(" -q", "")
+            for line in lines if line and not line.startswith("#")}
+
+
+def test_the_readme_test_command_is_what_ci_runs() -> None:
+    """.ci/run runs "the README's test command": each of its steps, installing at the pins CI
+    tests with (constraints.txt, the image's), so a reader tests what ships."""
+    steps = sh_block("Run the tests").split(" && ")
+    assert [step for step in steps if step not in ci_commands()] == []
