@@ -267,9 +267,14 @@ class Api:
         raw = await read_body(request)
         options.validate_write("PatchOptions", request.query,
                                apply=request.content_type == APPLY_PATCH)
-        old = self._existing(rt, namespace, name)
+        old = self.store.get(rt, namespace, name)
+        # Server-side apply creates what is missing (patch.go: forceAllowCreate for apply
+        # patches, answered 201); any other patch of a missing object is a 404.
+        creates = old is None and request.content_type == APPLY_PATCH and not subresource
+        if old is None and not creates:
+            raise errors.not_found(rt, name)
         try:
-            patched, met = apply_patch(old, raw, request.headers.get("Content-Type", ""), rt,
+            patched, met = apply_patch(old or {}, raw, request.headers.get("Content-Type", ""), rt,
                                        options.field_validation(request.query) != "Ignore")
         except PatchError as exc:
             raise errors.ApiError(exc.code, exc.reason, exc.message) from exc
@@ -288,6 +293,8 @@ class Api:
         if not isinstance(meta, dict):
             raise errors.bad_request("metadata must be an object")
         check_name(patched, name, namespace)
+        if old is None:
+            return self._create(request, rt, namespace, patched)
         if not meta.get("resourceVersion"):  # the patch removed it: as a PUT without one
             if not allows_unconditional_update(rt):
                 raise errors.resource_version_required(rt, name)

@@ -118,3 +118,29 @@ async def test_field_manager_is_validated_and_required_for_apply(raw: Raw) -> No
     assert code == 200
     entry = next(e for e in _entries(applied) if e["manager"] == "applier")
     assert entry["operation"] == "Apply"
+
+
+async def test_apply_creates_an_object_that_does_not_exist(raw: Raw) -> None:
+    """Server-side apply creates (patch.go sets forceAllowCreate for apply patches, and
+    answers 201 when it did), so `kubectl apply --server-side` of a new object works; other
+    patches of a missing object, and an apply to a missing object's status, are 404s."""
+    doc = (b"apiVersion: v1\nkind: Pod\nmetadata:\n  name: fresh\n  labels: {app: a}\n"
+           b"spec:\n  containers:\n  - {name: c, image: i}\n")
+    code, _, _ = await raw.request("PATCH", PODS + "/fresh", {"metadata": {}},
+                                   content_type=MERGE)
+    assert code == 404
+    code, _, _ = await raw.request("PATCH", PODS + "/fresh/status", doc,
+                                   content_type="application/apply-patch+yaml",
+                                   fieldManager="applier")
+    assert code == 404
+    code, created, _ = await raw.request("PATCH", PODS + "/fresh", doc,
+                                         content_type="application/apply-patch+yaml",
+                                         fieldManager="applier")
+    assert code == 201, created
+    assert created["metadata"]["labels"] == {"app": "a"} and created["metadata"]["uid"]
+    [entry] = _entries(created)
+    assert entry["manager"] == "applier" and entry["operation"] == "Apply"
+    code, again, _ = await raw.request("PATCH", PODS + "/fresh", doc,
+                                       content_type="application/apply-patch+yaml",
+                                       fieldManager="applier")
+    assert code == 200 and again["metadata"]["uid"] == created["metadata"]["uid"]
