@@ -12,7 +12,8 @@ BOOKMARK events as the cacher sends them (about once a ``bookmark_interval``, 60
 and once 2 s before the watch's deadline), timeoutSeconds, the bounded buffer of a watcher
 (:mod:`slicectl.sim.backpressure`: a watcher that falls further behind than its buffer for
 longer than the dispatch budget is closed, as the cacher closes unresponsive watchers), and the
-faults that drop (end cleanly) or stall (send nothing, not even bookmarks) a stream.
+faults that drop (end cleanly) or stall (send nothing, not even bookmarks) a stream. A stream
+whose client closed its connection ends within ``GONE_CHECK``, as a real server's does at once.
 Event bytes come from :meth:`Event.line`, shared by all watchers (the object or, for
 metadata-only watches, its PartialObjectMetadata); only Table watches render per watcher.
 """
@@ -40,6 +41,7 @@ from slicectl.sim.types import ResourceType
 
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 LIST_BLUEPRINT = "kubernetes.io/initial-events-list-blueprint"
+GONE_CHECK = 0.5  # seconds between two looks at whether a watch's client went away
 Render = Callable[[Obj], dict[str, Any]]
 
 
@@ -167,9 +169,18 @@ class Watcher:
 
 
 async def _wait(watcher: Watcher, seconds: float) -> None:
+    """Until ``watcher`` is woken, or ``seconds`` (at most ``GONE_CHECK``) have passed."""
     watcher.wake.clear()
     with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(watcher.wake.wait(), timeout=max(seconds, 0.0))
+        await asyncio.wait_for(watcher.wake.wait(), timeout=min(max(seconds, 0.0), GONE_CHECK))
+
+
+def _gone(request: web.Request) -> bool:
+    """The client closed the connection. aiohttp tells a handler only when it next writes, so
+    the stream looks every ``GONE_CHECK`` seconds, as Go's net/http cancels a request's
+    context as soon as its connection closes (a real watch ends then, not at its next event
+    or bookmark)."""
+    return request.transport is None or request.transport.is_closing()
 
 
 def bookmark(rt: ResourceType, rv: int, initial_end: bool = False,
@@ -275,6 +286,8 @@ async def stream(request: web.Request, store: Store, watcher: Watcher, finished:
         await resp.prepare(request)
         while True:
             now = time.monotonic()
+            if _gone(request):
+                break
             if watcher.stalled_until > now and not watcher.closed and now < deadline:
                 await _wait(watcher, min(watcher.stalled_until, deadline) - now)
                 continue

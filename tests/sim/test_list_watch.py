@@ -178,3 +178,16 @@ async def test_a_write_is_answered_after_its_watch_event(srv: EmbeddedApiServer,
     await asyncio.wait_for(task, 5.0)
     assert status == 200
     assert order == ["echo", "answer"]
+
+
+async def test_a_watch_ends_when_its_client_goes_away(srv: EmbeddedApiServer, raw: Raw) -> None:
+    """A real API server (Go net/http) cancels a request's context as soon as its connection
+    closes, so a watch whose client went away ends at once, not at its next write (a bookmark,
+    up to a minute later, or an event): nothing is written here, and its watcher must go."""
+    query = {"watch": "true", "resourceVersion": "0"}
+    async with raw.session.get(srv.url + PODS, params=query) as resp:
+        assert resp.status == 200
+        await until(lambda: srv.faults.open_watches("pods") == 1)
+        resp.close()  # the connection is closed, not returned to the pool
+    await until(lambda: srv.faults.open_watches("pods") == 0)
+
