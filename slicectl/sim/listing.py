@@ -21,6 +21,7 @@ import orjson
 
 from slicectl.sim import errors
 from slicectl.sim.fieldsets import FieldSelector, FieldSelectorError, parse_field_selector
+from slicectl.sim.options import query_int64
 from slicectl.sim.selectors import LabelSelector, LabelSelectorError, parse_label_selector
 from slicectl.sim.storage import Obj, Store
 from slicectl.sim.types import ResourceType
@@ -95,11 +96,7 @@ def page_limit(query: dict[str, str]) -> int:
     """The page size a list asks for; 0 is no limit, and so is a negative one (the real
     server pages only when ``limit > 0``: ``limit=-1`` lists everything, served as an
     unlimited list is, not at an exact resourceVersion)."""
-    limit_text = query.get("limit", "")
-    try:
-        limit = int(limit_text) if limit_text else 0
-    except ValueError as exc:
-        raise errors.bad_request(f"invalid limit: {limit_text!r}") from exc
+    limit = query_int64(query, "limit") or 0
     return max(limit, 0)
 
 

@@ -12,6 +12,9 @@ listing every failed field. The rules, as probed on a real v1.32 server:
   ``resourceVersionMatch`` needs ``sendInitialEvents``, must be ``NotOlderThan`` and comes
   without ``continue``.
 
+Before that, the parameter codec decodes the query: ``timeoutSeconds`` and then ``limit`` must
+be int64s, or the answer is a 400 with strconv's message (:func:`query_int64`).
+
 Clients of old servers learn from this 422 that streaming lists are not available, so a sim
 that accepted more than the real server would hide a client's fallback bugs.
 """
@@ -21,13 +24,17 @@ from __future__ import annotations
 from typing import Any
 
 from slicectl.sim.errors import options_invalid
+from slicectl.sim.options import query_int64
 
 NOT_OLDER_THAN = "NotOlderThan"
 EXACT = "Exact"
 
 
 def validate(query: dict[str, str], *, watch: bool) -> None:
-    """Raise the real server's 422 when ``query`` is not a valid ListOptions."""
+    """Raise the real server's 400 when ``query`` does not decode into ListOptions, its 422
+    when they are not valid."""
+    for name in ("timeoutSeconds", "limit"):  # in the order of ListOptions' fields
+        query_int64(query, name)
     causes = _watch_causes(query) if watch else _list_causes(query)
     if causes:
         raise options_invalid("ListOptions", causes)

@@ -19,6 +19,7 @@ decoded or the object looked up. Without them a misspelt ``dryRun`` would write 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -28,6 +29,7 @@ from slicectl.sim import errors, gojson, protobuf
 from slicectl.sim.validation.errors import (
     Cause,
     forbidden,
+    go_quote,
     go_strings,
     invalid,
     not_supported,
@@ -106,18 +108,28 @@ def delete_options(raw: bytes, media: str, query: MultiMapping[str]) -> dict[str
     return options
 
 
+def query_int64(query: Mapping[str, str], name: str) -> int | None:
+    """Query parameter ``name`` as the parameter codec decodes an integer option (Go's
+    ``strconv.ParseInt(s, 10, 64)``), None when absent; a 400 with strconv's message when it
+    is no int64 (an empty value, spaces, a fraction)."""
+    if name not in query:
+        return None
+    text = query[name]
+    if not _INT64.fullmatch(text):
+        raise errors.bad_request(f"strconv.ParseInt: parsing {go_quote(text)}: invalid syntax")
+    if not -2**63 <= int(text) < 2**63:
+        raise errors.bad_request(
+            f"strconv.ParseInt: parsing {go_quote(text)}: value out of range")
+    return int(text)
+
+
 def _query_delete_options(query: MultiMapping[str]) -> dict[str, Any]:
     """DeleteOptions decoded from query parameters, as the parameter codec converts them."""
     options: dict[str, Any] = {}
     if "propagationPolicy" in query:
         options["propagationPolicy"] = query["propagationPolicy"]
     if "gracePeriodSeconds" in query:
-        grace = query["gracePeriodSeconds"]
-        if not _INT64.fullmatch(grace):
-            raise errors.bad_request(f'strconv.ParseInt: parsing "{grace}": invalid syntax')
-        if not -2**63 <= int(grace) < 2**63:
-            raise errors.bad_request(f'strconv.ParseInt: parsing "{grace}": value out of range')
-        options["gracePeriodSeconds"] = int(grace)
+        options["gracePeriodSeconds"] = query_int64(query, "gracePeriodSeconds")
     if "orphanDependents" in query:
         options["orphanDependents"] = query["orphanDependents"].lower() not in ("", "0",
                                                                                 "false")

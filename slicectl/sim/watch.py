@@ -9,11 +9,13 @@ transitions as the watch cache converts them (an object that stops matching is D
 watcher, carrying its last state that matched at the event's resourceVersion; one that starts
 matching is ADDED),
 BOOKMARK events as the cacher sends them (about once a ``bookmark_interval``, 60 s by default,
-and once 2 s before the watch's deadline), timeoutSeconds, the bounded buffer of a watcher
-(:mod:`slicectl.sim.backpressure`: a watcher that falls further behind than its buffer for
-longer than the dispatch budget is closed, as the cacher closes unresponsive watchers), and the
-faults that drop (end cleanly) or stall (send nothing, not even bookmarks) a stream. A stream
-whose client closed its connection ends within ``GONE_CHECK``, as a real server's does at once.
+and once 2 s before the watch's deadline), timeoutSeconds (whole seconds; 0 or none is the
+server's own, a random 1x to 2x ``--min-request-timeout``; the stream then ends cleanly), the
+bounded buffer of a watcher (:mod:`slicectl.sim.backpressure`: a watcher that falls further
+behind than its buffer for longer than the dispatch budget is closed, as the cacher closes
+unresponsive watchers), and the faults that drop (end cleanly) or stall (send nothing, not even
+bookmarks) a stream. A stream whose client closed its connection ends within ``GONE_CHECK``,
+as a real server's does at once.
 Event bytes come from :meth:`Event.line`, shared by all watchers (the object or, for
 metadata-only watches, its PartialObjectMetadata); only Table watches render per watcher.
 """
@@ -35,12 +37,14 @@ from slicectl.sim import errors
 from slicectl.sim.backpressure import TimeBudget, channel_size
 from slicectl.sim.listing import Filter
 from slicectl.sim.negotiation import partial
+from slicectl.sim.options import query_int64
 from slicectl.sim.resources import storage_key
 from slicectl.sim.storage import Event, Obj, Store
 from slicectl.sim.types import ResourceType
 
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 LIST_BLUEPRINT = "kubernetes.io/initial-events-list-blueprint"
+MIN_REQUEST_TIMEOUT = 1800.0  # kube-apiserver's --min-request-timeout default, in seconds
 GONE_CHECK = 0.5  # seconds between two looks at whether a watch's client went away
 Render = Callable[[Obj], dict[str, Any]]
 
@@ -271,8 +275,9 @@ async def stream(request: web.Request, store: Store, watcher: Watcher, finished:
     """Serve the chunked response until timeout, client disconnect, drop fault or finish."""
     resp = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
     resp.enable_chunked_encoding()
-    timeout_text = query.get("timeoutSeconds", "")
-    timeout = float(timeout_text) if timeout_text else random.uniform(1800.0, 3600.0)
+    timeout = float(query_int64(query, "timeoutSeconds") or 0)
+    if timeout == 0:  # none of the client's: the server's, --min-request-timeout times 1 to 2
+        timeout = random.uniform(MIN_REQUEST_TIMEOUT, 2 * MIN_REQUEST_TIMEOUT)
     deadline = time.monotonic() + timeout
     bookmarks = _flag(query, "allowWatchBookmarks") and bookmark_interval > 0
 

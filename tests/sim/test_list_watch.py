@@ -6,6 +6,7 @@ import asyncio
 import base64
 
 import orjson
+import pytest
 
 from slicectl.sim.server import EmbeddedApiServer
 from tests.sim.conftest import PODS, Raw, pod, until
@@ -191,3 +192,39 @@ async def test_a_watch_ends_when_its_client_goes_away(srv: EmbeddedApiServer, ra
         resp.close()  # the connection is closed, not returned to the pool
     await until(lambda: srv.faults.open_watches("pods") == 0)
 
+
+@pytest.mark.parametrize(("query", "value"), [
+    ({"timeoutSeconds": "1.5"}, "1.5"),
+    ({"watch": "true", "timeoutSeconds": "1.5"}, "1.5"),
+    ({"watch": "true", "timeoutSeconds": "abc"}, "abc"),
+    ({"timeoutSeconds": ""}, ""),
+    ({"limit": "abc"}, "abc"),
+    ({"limit": " 5"}, " 5"),
+    ({"timeoutSeconds": "x", "limit": "y", "resourceVersionMatch": "Bogus"}, "x"),
+])
+async def test_integer_options_are_parsed_as_the_real_server_does(
+        raw: Raw, query: dict[str, str], value: str) -> None:
+    """As a real v1.32.6 answered: the parameter codec decodes ``timeoutSeconds`` and ``limit``
+    with strconv.ParseInt before anything else (timeoutSeconds first, a 400 before any 422),
+    for a list and a watch alike; a watch does not take a fraction of a second."""
+    code, body, _ = await raw.request("GET", PODS, **query)
+    assert (code, body["reason"], body["message"]) == (
+        400, "BadRequest", f'strconv.ParseInt: parsing "{value}": invalid syntax')
+
+
+async def test_an_out_of_range_timeout_is_refused(raw: Raw) -> None:
+    code, body, _ = await raw.request("GET", PODS, timeoutSeconds="99999999999999999999")
+    assert (code, body["message"]) == (
+        400, 'strconv.ParseInt: parsing "99999999999999999999": value out of range')
+
+
+async def test_a_zero_watch_timeout_is_the_server_default(srv: EmbeddedApiServer,
+                                                          raw: Raw) -> None:
+    """``timeoutSeconds=0`` is no timeout of the client's: the server's own (1800 to 3600 s)
+    applies, so the stream is still open for the next event."""
+    task = asyncio.create_task(raw.watch_lines(PODS, 1, limit_s=20, resourceVersion="0",
+                                               timeoutSeconds=0))
+    await until(lambda: srv.faults.open_watches("pods") == 1 or task.done())
+    await raw.request("POST", PODS, pod("after"))
+    events = await asyncio.wait_for(task, 20)
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [("ADDED", "after")]
