@@ -43,6 +43,7 @@ from slicectl.sim.tls import make_certificates, server_context
 
 ECHO_LEAD = 0.001  # seconds a write's answer follows its watch events (see _echoes_first)
 ECHO_WAIT_TURNS = 20  # loop turns a write's answer waits at most for the watches to send
+IDLE_TIMEOUT = 90.0  # seconds an idle connection is kept: secure_serving.go's IdleTimeout
 
 
 class EmbeddedApiServer:
@@ -50,18 +51,21 @@ class EmbeddedApiServer:
                  watch_cache_size: int = 100 * 1024, bookmark_interval: float = 60.0,
                  kubeconfig_path: str | Path | None = None, *,
                  watch_history_seconds: float = 75.0, compaction_seconds: float = 300.0,
-                 watcher_buffer: int | None = None,
+                 watcher_buffer: int | None = None, idle_timeout: float = IDLE_TIMEOUT,
                  kubelet: bool = True, pod_grace_scale: float = 1.0,
                  gc_delay: tuple[float, float] | None = GC_DELAY) -> None:
         """Defaults are a real kube-apiserver's: 75 s of watch history (older RVs: 410;
         Exact lists and continue tokens live until etcd compaction, ``compaction_seconds``),
         bookmarks every 60 s, watchers closed when they fall behind their cacher-sized buffer
-        (``watcher_buffer`` overrides the size; 0 = unbounded), and a kubelet that finishes the
+        (``watcher_buffer`` overrides the size; 0 = unbounded), idle connections closed
+        ``idle_timeout`` seconds after their last answer (Go's ``IdleTimeout``; aiohttp's
+        default of an hour would spare clients that race), and a kubelet that finishes the
         graceful deletion of pods bound to a node (``kubelet=False``: the client plays it),
         and a garbage collector that acts ``gc_delay`` seconds (uniform, low and high) after
         the change it follows (None: no garbage collector, as envtest)."""
         self.host = host
         self.port = port
+        self.idle_timeout = idle_timeout
         self.token = token or new_token()
         self.store = Store(watch_cache_size, watch_history_seconds, compaction_seconds)
         self.store.watcher_buffer = watcher_buffer
@@ -92,7 +96,7 @@ class EmbeddedApiServer:
         app = web.Application(client_max_size=MAX_REQUEST_BODY_BYTES)  # 413 beyond
         app.router.add_route("*", "/{tail:.*}", self._dispatch)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False,
-                                     shutdown_timeout=0.5)
+                                     shutdown_timeout=0.5, keepalive_timeout=self.idle_timeout)
         await self._runner.setup()
         sock = socket.socket(socket.AF_INET6 if ":" in self.host else socket.AF_INET)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
