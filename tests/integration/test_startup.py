@@ -188,19 +188,17 @@ async def test_run_controller_cancelled_before_its_first_sync_ended_leaves_no_ta
         return hung.is_set() or running.done()
 
     await wait_until(create_hangs, what="the first sync's create hangs")
-    await _cancel_and_count_left(running, before, c)
+    await _cancel_and_count_left(running, before)
 
 
-async def _cancel_and_count_left(running: asyncio.Task[int], before: set[asyncio.Task[object]],
-                                 cluster: Cluster | None = None) -> None:
+async def _cancel_and_count_left(running: asyncio.Task[int],
+                                 before: set[asyncio.Task[object]]) -> None:
     """Cancel ``running``; no task it started may be left (``before``: the tasks till then).
-    The embedded server runs in this loop: its watches of the cancelled controller are ended
-    (its handler, unlike a real server's, notices a client gone only at its next write)."""
+    The embedded server runs in this loop: its handlers of the cancelled controller's watches
+    must end too, as a real server's do when their connection closes."""
     running.cancel()
     with pytest.raises(asyncio.CancelledError):
         await running
-    if cluster is not None and cluster.server is not None:
-        cluster.server.faults.drop_watches()
 
     def left() -> set[asyncio.Task[object]]:
         return asyncio.all_tasks() - before - {asyncio.current_task()}
