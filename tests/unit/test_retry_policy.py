@@ -9,6 +9,7 @@ from typing import Any, cast
 from slicectl.controller.controller import Controller, ControllerConfig
 from slicectl.controller.queue import WorkQueue
 from slicectl.controller.sync import SyncFailed
+from slicectl.kube.answers import Answers
 from slicectl.kube.client import KubeClient
 
 
@@ -33,7 +34,8 @@ class _Failing:
 
 
 async def test_a_landed_write_does_not_reset_the_backoff_of_a_failing_key() -> None:
-    controller = Controller(cast(KubeClient, SimpleNamespace(qps=20.0)), ControllerConfig())
+    client = cast(KubeClient, SimpleNamespace(qps=20.0, answers=Answers()))
+    controller = Controller(client, ControllerConfig())
     failing = _Failing()
     controller.syncer = failing  # type: ignore[assignment]
     for _ in range(4):

@@ -13,6 +13,7 @@ from typing import cast
 from slicectl.cli.main import build_parser
 from slicectl.cli.run import options_from_args
 from slicectl.controller.controller import Controller
+from slicectl.kube.answers import Answers
 from slicectl.kube.client import KubeClient
 
 BOOKMARK_INTERVAL = 60.0  # kube-apiserver's cacher sends watch bookmarks once a minute
@@ -36,5 +37,6 @@ def test_flag_sets_the_watchdog() -> None:
 async def test_every_informer_uses_the_configured_watchdog() -> None:
     opts = options_from_args(build_parser().parse_args(
         ["run", "--watch-inactivity-timeout=45s"]))
-    controller = Controller(cast(KubeClient, SimpleNamespace(qps=20.0)), opts.controller)
+    client = cast(KubeClient, SimpleNamespace(qps=20.0, answers=Answers()))
+    controller = Controller(client, opts.controller)
     assert _informer_timeouts(controller) == {45.0}
