@@ -85,15 +85,12 @@ async def test_a_sync_with_many_creates_does_not_book_every_token_before_another
     assert client.sent.count("big") == 10
 
 
-async def test_a_write_cancelled_while_it_waits_for_its_token_gives_the_token_back() -> None:
-    """A sync cancelled (its leadership term ended) while one of its writes waited in turn for
-    a token kept that token: the write never went out, yet the bucket stayed a token in debt.
-    Leadership terms cut short under churn at 5 QPS left it 150 tokens (30 s) in debt, and the
-    next term's first writes waited for tokens nobody had used. Go's rate.Limiter.Wait, which
-    client-go waits on, cancels its reservation when its context ends."""
-    client = BucketClient(qps=0.01, clock=lambda: 0.0)  # the bucket's time stands still
+async def _create_cancelled_while_waiting_for_its_token(tracker: SliceTracker) -> BucketClient:
+    """One selector's create, waiting for a token 100 s away (the bucket's time stands
+    still), cancelled there; it was never sent. Returns the client, bucket and all."""
+    client = BucketClient(qps=0.01, clock=lambda: 0.0)
     assert client.bucket.try_take()  # empty: a token is 100 s away
-    writer = SliceWriter(cast(KubeClient, client), SliceTracker())
+    writer = SliceWriter(cast(KubeClient, client), tracker)
     sel = make_selector(uid="web")
     write = asyncio.create_task(
         writer.apply(KEY, sel, plan(sel, pods_range(1), NODES, [], Settings()), None))
@@ -102,6 +99,16 @@ async def test_a_write_cancelled_while_it_waits_for_its_token_gives_the_token_ba
     with pytest.raises(asyncio.CancelledError):
         await write
     assert client.sent == []
+    return client
+
+
+async def test_a_write_cancelled_while_it_waits_for_its_token_gives_the_token_back() -> None:
+    """A sync cancelled (its leadership term ended) while one of its writes waited in turn for
+    a token kept that token: the write never went out, yet the bucket stayed a token in debt.
+    Leadership terms cut short under churn at 5 QPS left it 150 tokens (30 s) in debt, and the
+    next term's first writes waited for tokens nobody had used. Go's rate.Limiter.Wait, which
+    client-go waits on, cancels its reservation when its context ends."""
+    client = await _create_cancelled_while_waiting_for_its_token(SliceTracker())
     assert client.bucket.reserve() == 100.0  # the next token is one token away, not two
 
 
@@ -140,16 +147,6 @@ async def test_a_create_cancelled_before_it_was_sent_leaves_no_outcome_in_doubt(
     """A create cancelled while it waited for its token was never sent, but the tracker was
     told it had gone out: its outcome "unknown", the selector's next sync first read its slices
     from the server (a LIST per selector whose sync a term's end cut short there)."""
-    client = BucketClient(qps=0.01, clock=lambda: 0.0)
-    assert client.bucket.try_take()  # empty: a token is 100 s away
     tracker = SliceTracker()
-    writer = SliceWriter(cast(KubeClient, client), tracker)
-    sel = make_selector(uid="web")
-    write = asyncio.create_task(
-        writer.apply(KEY, sel, plan(sel, pods_range(1), NODES, [], Settings()), None))
-    await client.reserved.wait()  # its create waits for its token
-    write.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await write
-    assert client.sent == []
+    await _create_cancelled_while_waiting_for_its_token(tracker)
     assert not tracker.has_unknown_creates(KEY)
