@@ -156,7 +156,7 @@ class SliceWriter:
         token.reserved = True
         return self._client.reserve_token()
 
-    async def _pay(self, token: Prepaid) -> bool:
+    async def _pay(self, token: Prepaid) -> None:
         """Hold a rate-limit token for one write of the sync (then it goes out ``prepaid``):
         the sync's first, or one taken in turn, a single write of the sync at a time waiting
         for the client's bucket. Taken all at once, a sync's 200 creates booked the next 200
@@ -165,10 +165,9 @@ class SliceWriter:
         upstream's one-write-at-a-time syncs do. Writes with their token at hand still go out
         together."""
         if token.use():
-            return True
+            return
         async with token.turn:
             await wait_for_token(self._client.reserve_token(), self._client.refund_token)
-        return True
 
     def refund(self, token: Prepaid) -> None:
         """Give back the token if no write used it."""
@@ -187,11 +186,11 @@ class SliceWriter:
     ) -> dict[str, Any]:
         """One create; the tracker holds an "outcome unknown" mark until a definite answer,
         from when its token is at hand (cancelled before, it was not sent)."""
-        prepaid = await self._pay(token)
+        await self._pay(token)
         self._tracker.create_started(key)
         try:
             raw = await self._client.create(ENDPOINTSLICES, body, ns, guard=self._guard,
-                                            prepaid=prepaid)
+                                            prepaid=True)
         except BaseException as exc:
             if _refused(exc):  # a refusal of the create itself marks the selector
                 self._tracker.create_settled(
@@ -265,10 +264,11 @@ class SliceWriter:
         token: Prepaid,
     ) -> None:
         self._check()
+        await self._pay(token)
         try:
             await self._client.delete(
                 ENDPOINTSLICES, old.name, selector.namespace, preconditions={"uid": old.uid},
-                guard=self._guard, prepaid=await self._pay(token),
+                guard=self._guard, prepaid=True,
             )
         except NotFound:
             return  # already gone: nothing to wait for
@@ -291,10 +291,11 @@ class SliceWriter:
         for attempt in range(CONFLICT_RETRIES + 1):
             self._check()
             patch = slice_patch(selector, current, trigger_time)
+            await self._pay(token)
             try:
                 raw = await self._client.patch(
                     ENDPOINTSLICES, current.existing.name, patch, ns, patch_type="json",
-                    guard=self._guard, prepaid=await self._pay(token),
+                    guard=self._guard, prepaid=True,
                 )
             except NotFound:
                 raise SliceVanished(f"{current.existing.key} was deleted meanwhile") from None
