@@ -78,7 +78,7 @@ async def check_server(client: KubeClient, needed: Iterable[NeededApi]) -> None:
     while True:
         try:
             info = await client.request("GET", "/version", background=True)
-            served = {api: await _served(client, api.resource) for api in needed}
+            served = await _served(client, needed)
             break
         except LOOKUP_ERRORS as exc:
             log.debug("server check failed; retrying", error=str(exc) or repr(exc))
@@ -98,6 +98,15 @@ async def check_server(client: KubeClient, needed: Iterable[NeededApi]) -> None:
                       ga_since=f"Kubernetes {api.since}", version=git, consequence=api.without)
 
 
-async def _served(client: KubeClient, res: Resource) -> bool:
-    names = await resource_names(client, res.prefix, background=True)
-    return names is not None and res.plural in names
+async def _served(client: KubeClient, needed: Iterable[NeededApi]) -> dict[NeededApi, bool]:
+    """Whether each API is served, one discovery look per group version (pods and nodes share
+    ``/api/v1``)."""
+    looked: dict[str, set[str] | None] = {}
+    served = {}
+    for api in needed:
+        prefix = api.resource.prefix
+        if prefix not in looked:
+            looked[prefix] = await resource_names(client, prefix, background=True)
+        names = looked[prefix]
+        served[api] = names is not None and api.resource.plural in names
+    return served
