@@ -161,6 +161,9 @@ def endpointslice(name: str, endpoint: dict[str, Any],
     (LEASES, {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
               "metadata": {"name": "l"}, "spec": {"acquireTime": "2024-02-01T10:00:60.000000Z"}}),
     (PODS, {**pod("t"), "status": {"startTime": "2024-02-01T25:00:00Z"}}),
+    # Go's RFC 3339 layout takes an upper-case T and Z only (RFC 3339 allows either case)
+    (PODS, {**pod("u"), "status": {"startTime": "2024-02-01t10:00:00Z"}}),
+    (PODS, {**pod("v"), "status": {"startTime": "2024-02-01T10:00:00z"}}),
 ])
 async def test_built_in_values_of_the_wrong_type_are_400(raw: Raw, path: str,
                                                           body: dict[str, Any]) -> None:

@@ -13,9 +13,11 @@ from __future__ import annotations
 import datetime as dt
 import re
 
-RFC3339 = re.compile(r"(\d{4}-\d\d-\d\d)[Tt](\d\d:\d\d:\d\d)(?:\.(\d+))?"
-                     r"(?:[Zz]|([+-])(\d\d):(\d\d))", re.ASCII)  # Go's \d: ASCII only
-"""A ``metav1.Time`` as Go's RFC 3339 parser takes it: date, time, fraction, sign, offset."""
+RFC3339 = re.compile(r"(\d{4}-\d\d-\d\d)T(\d\d:\d\d:\d\d)(?:\.(\d+))?"
+                     r"(?:Z|([+-])(\d\d):(\d\d))", re.ASCII)  # Go's \d: ASCII only
+"""A ``metav1.Time`` as Go's RFC 3339 parser takes it: date, time, fraction, sign, offset.
+Upper-case ``T`` and ``Z`` only: Go's layout matches them literally, though RFC 3339 allows
+``t`` and ``z`` (a real server answers ``cannot parse "t10:00:00Z" as "T"``)."""
 MICRO_LAYOUT = "2006-01-02T15:04:05.000000Z07:00"
 _MICRO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}(Z|[+-]\d\d:\d\d)", re.ASCII)
 _ZERO = dt.datetime(1, 1, 1, tzinfo=dt.UTC)
