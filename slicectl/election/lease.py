@@ -4,7 +4,9 @@ Decisions, matching ``k8s.io/client-go/tools/leaderelection``:
 
 * Expiry is judged by OUR monotonic clock: a candidate records when it last saw the Lease spec
   change and treats the holder as alive until ``leaseDurationSeconds`` (the holder's own value)
-  after that. Remote timestamps are written for humans and never trusted (clock skew).
+  after that. Remote timestamps are written for humans and never trusted (clock skew). The
+  clock counts time the machine spent suspended (:func:`suspend_aware_clock`), unlike Go's and
+  the event loop's: a leader resumed after its Lease expired stops writing at once.
 * A candidate takes the Lease when it is absent, has no holder, is expired, or is already held by
   our identity (a restart). Taking it from someone else increments ``leaseTransitions``.
 * Every write is a PUT carrying ``resourceVersion``, so two candidates can never both win: the
@@ -69,6 +71,15 @@ JITTER_FACTOR = 1.2  # client-go: candidates retry after retry_period * [1, 2.2)
 ATTEMPT_ERRORS = (ApiError, aiohttp.ClientError, TimeoutError, OSError)
 
 
+def suspend_aware_clock() -> float:
+    """Seconds that keep counting while the machine is suspended (Linux's CLOCK_BOOTTIME),
+    where ``time.monotonic`` (CLOCK_MONOTONIC) stands still: a leader resumed after its Lease
+    expired must find its last renewal as old as it is, not seconds old. Elsewhere, the
+    monotonic clock."""
+    boottime = getattr(time, "CLOCK_BOOTTIME", None)
+    return time.monotonic() if boottime is None else time.clock_gettime(boottime)
+
+
 def _count(value: Any, default: int = 0) -> int:
     """A non-negative integer field of a Lease someone else wrote; garbage reads as ``default``
     (a malformed Lease must not stop the election: our next write repairs it)."""
@@ -87,7 +98,7 @@ class LeaderElector:
         lease_duration: float = 15.0,
         renew_deadline: float = 10.0,
         retry_period: float = 2.0,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] = suspend_aware_clock,
         on_leader_change: Callable[[bool], None] | None = None,
     ) -> None:
         if not identity:
