@@ -17,21 +17,28 @@ def _utc(now: datetime | None) -> datetime:
     return (now or datetime.now(UTC)).astimezone(UTC)
 
 
+def _seconds(dt: datetime) -> str:
+    """``2006-01-02T15:04:05``: the year in four digits, as Go writes it (glibc's ``%Y`` drops
+    the zeros of a year before 1000, which a kubelet's clock may have stamped on a pod)."""
+    return f"{dt.year:04d}-{dt:%m-%dT%H:%M:%S}"
+
+
 def rfc3339(now: datetime | None = None) -> str:
     """A metav1.Time string (default: now)."""
-    return _utc(now).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return _seconds(_utc(now)) + "Z"
 
 
 def micro_time(now: datetime | None = None) -> str:
     """A metav1.MicroTime string (default: now)."""
-    return _utc(now).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    dt = _utc(now)
+    return f"{_seconds(dt)}.{dt.microsecond:06d}Z"
 
 
 def rfc3339_nano(timestamp: float) -> str:
     """A Unix timestamp as Go's ``time.RFC3339Nano`` writes it, UTC (to the microsecond)."""
     dt = datetime.fromtimestamp(timestamp, UTC)
     fraction = f"{dt.microsecond:06d}".rstrip("0")
-    return dt.strftime("%Y-%m-%dT%H:%M:%S") + (f".{fraction}" if fraction else "") + "Z"
+    return _seconds(dt) + (f".{fraction}" if fraction else "") + "Z"
 
 
 def parse_rfc3339(text: str | None) -> float | None:
