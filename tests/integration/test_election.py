@@ -11,7 +11,9 @@ import re
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 import structlog
@@ -19,6 +21,7 @@ import structlog
 from slicectl.election.lease import LeaderElector
 from slicectl.kube.client import ClientSettings, KubeClient
 from slicectl.kube.resources import LEASES
+from slicectl.model.timefmt import micro_time
 from tests.integration.conftest import Cluster
 from tests.integration.support import (
     ESEL,
@@ -242,3 +245,46 @@ async def test_renewals_never_queue_behind_the_controllers_writes(cluster: Clust
             said = [e["event"] for e in logs]  # before the shutdown, which stops leading
     assert said.count("started leading") == 1, said
     assert "stopped leading: writes stopped" not in said
+
+
+class SkewedHolder:
+    """Another replica's renewals, stamped by a clock ``skew`` seconds off: renewTime is far
+    in the future (ahead) or the past (behind) for everyone else."""
+
+    def __init__(self, api: Cluster, skew: float) -> None:
+        self.api, self.skew = api, skew
+
+    def _spec(self) -> dict[str, Any]:
+        stamp = micro_time(datetime.now(UTC) + timedelta(seconds=self.skew))
+        return {"holderIdentity": "skewed", "leaseDurationSeconds": int(LEASE),
+                "acquireTime": stamp, "renewTime": stamp, "leaseTransitions": 0}
+
+    async def renew(self, seconds: float) -> None:
+        """Create the Lease, then renew it every retry period for ``seconds``."""
+        api = self.api
+        await api.client.create(LEASES, {"apiVersion": "coordination.k8s.io/v1",
+                                         "kind": "Lease", "metadata": {"name": NAME},
+                                         "spec": self._spec()}, api.namespace)
+        for _ in range(round(seconds / RETRY)):
+            await asyncio.sleep(RETRY)
+            lease = await api.client.get(LEASES, NAME, api.namespace)
+            await api.client.replace(LEASES, NAME, {**lease, "spec": self._spec()},
+                                     api.namespace)
+
+
+@pytest.mark.parametrize("skew", [3600.0, -3600.0], ids=["ahead", "behind"])
+async def test_a_holders_skewed_clock_neither_hides_its_death_nor_ends_its_life(
+    api: Cluster, stack: AsyncExitStack, skew: float
+) -> None:
+    """client-go never compares another holder's renewTime with its own clock: a holder an
+    hour behind is not taken over while it renews, and one an hour ahead is taken over about
+    a lease duration after its last renewal, not an hour later."""
+    holder = SkewedHolder(api, skew)
+    renewing = asyncio.create_task(holder.renew(4 * LEASE))
+    await asyncio.sleep(RETRY)  # the Lease exists
+    b = await candidate(api, stack, "b")
+    await renewing
+    assert not b.elector.is_leader and b.events == []  # alive all along, by its renewals
+    await wait_for(lambda: b.elector.is_leader)  # dead since: the hang guard is 15 s, not 1 h
+    spec = (await api.client.get(LEASES, NAME, api.namespace))["spec"]
+    assert spec["holderIdentity"] == "b" and spec["leaseTransitions"] == 1
