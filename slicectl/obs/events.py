@@ -15,11 +15,12 @@ Decisions, following client-go's ``tools/events`` broadcaster and its spam filte
 * Each regarding object has a token bucket (``burst`` writes, then one per ``refill_seconds``,
   like client-go's 25 / 5 min), so a selector failing in a loop cannot flood the API server. A
   new event over the limit is dropped; a series increment waits for the next flush.
-* A write the server rejects (a 4xx: the namespace is gone or terminating, RBAC, an invalid
-  Event) is not retried, as client-go's ``recordToSink`` does not; failures that can pass (5xx,
-  connection errors) are retried by the flush. Kept pending, a rejected Event was re-sent for
-  ever and its series never forgotten. A rejection is logged as a warning (client-go logs it
-  as an error), except those a namespace's deletion brings (404, 403 NamespaceTerminating):
+* A write the server rejects (a 4xx: the namespace is gone or terminating, RBAC, an invalid Event)
+  is not retried, as client-go's ``recordToSink`` does not; failures that can pass (5xx, connection
+  errors) are retried by the flush, under the Event's first name, so a create that landed while its
+  answer was lost is a 409 (created) rather than a second Event. Kept pending, a rejected Event was
+  re-sent for ever and its series never forgotten. A rejection is logged as a warning (client-go
+  logs it as an error), except those a namespace's deletion brings (404, 403 NamespaceTerminating):
   without it a Role lacking ``create`` on events went unnoticed.
 * Recording is fire-and-forget: :meth:`EventRecorder.event` is synchronous, never raises and
   never waits for the API; failures that may pass are logged at debug level. It says whether
@@ -247,10 +248,19 @@ class EventRecorder:
                 log.debug("event write failed", exc_info=True)
 
     async def _create(self, series: _Series) -> None:
+        """Create the Event under the name of its first attempt: as client-go resends the same
+        object, a create that landed while its answer was lost comes back as 409 on the resend,
+        which means created, where a fresh name would store the occurrence twice."""
         body = series.body
-        body["metadata"]["name"] = event_name(body["regarding"].get("name", ""), time.time_ns())
-        await self._client.create(EVENTS, body, body["metadata"]["namespace"],
-                                      background=True)
+        meta = body["metadata"]
+        meta.setdefault("name", event_name(body["regarding"].get("name", ""), time.time_ns()))
+        try:
+            await self._client.create(EVENTS, body, meta["namespace"], background=True)
+        except AlreadyExists:
+            series.created = True
+            if "series" in body:  # the stored one may predate the latest repeats
+                await self._patch_series(series)
+            return
         series.created = True
 
     async def _patch_series(self, series: _Series) -> None:
@@ -260,6 +270,7 @@ class EventRecorder:
                 EVENTS, meta["name"], {"series": series.body["series"]}, meta["namespace"],
                 patch_type="merge", background=True)
         except NotFound:  # expired or deleted: start over with a new Event carrying the series
+            del meta["name"]
             await self._create(series)
 
     # -- background flush ----------------------------------------------------------------------

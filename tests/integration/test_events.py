@@ -11,11 +11,13 @@ import logging
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 
 from slicectl.kube.client import KubeClient
 from slicectl.kube.resources import EVENTS
 from slicectl.obs.events import WARNING, EventRecorder
+from tests.integration.client_faults import ClientFaults
 from tests.integration.conftest import Cluster
 from tests.integration.credentials import token_kubeconfig
 from tests.integration.wire import WireProxy
@@ -185,3 +187,32 @@ async def test_an_event_the_server_refuses_is_dropped_not_retried_for_ever(api: 
     recorder.event(regarding(api.namespace, "other", "uid-2"), WARNING, "InvalidSpec", "bad")
     await recorder.flush()
     assert len(recorder) == 1  # only the new one, until its own window passes
+
+
+@pytest.mark.embedded_only(reason="fault injection: an Event create applied but its answer lost")
+async def test_a_create_whose_answer_was_lost_is_resent_under_the_same_name(
+    api: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server stored the Event, the answer never came back (a reset). client-go resends
+    the same Event object, so the resend is a 409 and nothing is doubled; a fresh name per
+    attempt created a second Event for the one occurrence."""
+    faults = ClientFaults(monkeypatch)
+    lost = [0]
+
+    async def lose_first_answer(method: str, path: str) -> None:
+        if method == "POST" and path.endswith("/events") and lost[0] == 0:
+            lost[0] += 1
+            raise aiohttp.ServerDisconnectedError("injected: response lost after the write")
+
+    faults.after.append(lose_first_answer)
+    recorder = EventRecorder(api.client, reporting_instance="slicectl-0")
+    about = regarding(api.namespace)
+    recorder.event(about, WARNING, "InvalidSpec", "bad")
+    await recorder.flush()  # stored; the recorder saw only the reset
+    assert lost[0] == 1 and len(await events(api)) == 1
+    await recorder.flush()  # the resend
+    assert len(await events(api)) == 1
+    assert not recorder.event(about, WARNING, "InvalidSpec", "bad")  # a repeat: the series
+    await recorder.flush()
+    [ev] = await events(api)
+    assert ev["series"]["count"] == 2
