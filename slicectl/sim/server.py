@@ -264,5 +264,9 @@ def _error(exc: errors.ApiError) -> web.Response:
     if exc.plain:
         return web.Response(text=exc.message + "\n", status=exc.code, content_type="text/plain",
                             charset="utf-8", headers=exc.headers)
+    headers = dict(exc.headers)
+    seconds = (exc.details or {}).get("retryAfterSeconds")
+    if isinstance(seconds, int) and seconds > 0:  # as responsewriters.ErrorNegotiated does
+        headers.setdefault("Retry-After", str(seconds))
     return web.Response(body=orjson.dumps(exc.status()), status=exc.code,
-                        content_type="application/json", headers=exc.headers)
+                        content_type="application/json", headers=headers)

@@ -228,3 +228,13 @@ async def test_a_zero_watch_timeout_is_the_server_default(srv: EmbeddedApiServer
     await raw.request("POST", PODS, pod("after"))
     events = await asyncio.wait_for(task, 20)
     assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [("ADDED", "after")]
+
+
+async def test_an_error_that_says_when_to_come_back_carries_retry_after(raw: Raw) -> None:
+    """A real server (``responsewriters.ErrorNegotiated``) puts a Status's
+    ``details.retryAfterSeconds`` in a ``Retry-After`` header, which is what clients obey:
+    a v1.32.6 answered a LIST from a future resourceVersion with a 504 and ``Retry-After: 1``."""
+    code, body, headers = await raw.request(
+        "GET", PODS, resourceVersion="999999999", resourceVersionMatch="NotOlderThan")
+    assert (code, body["details"]["retryAfterSeconds"]) == (504, 1)
+    assert headers.get("Retry-After") == "1"
