@@ -1,7 +1,7 @@
 """The write gate: may this replica write now, and when may it again?
 
 Every write the controller sends (slices, status) passes the gate *right before it goes on the
-wire*: after the client's rate-limiter wait and before each 429 resend, so a request that waited
+wire*: after the client's rate-limiter wait and before each resend, so a request that waited
 never lands after leadership lapsed. Workers that find the gate closed do not retry in a loop:
 they park in :meth:`WriteGate.wait_writable` until the gate opens again, and their keys stay
 queued for then. The status publisher's senders do the same with a refused status write, which

@@ -2,10 +2,11 @@
 
 It decides the wire behaviour every caller shares: the client-side rate limit (one
 :class:`~slicectl.kube.ratelimit.RequestLimit`; a watch takes one token for its initial
-request only), typed errors, 429 handling (sleep for ``Retry-After``, at most
-``MAX_RETRY_AFTER``, and resend, for every verb, since a 429 was not processed; each resend
-is reported to the ``on_retry`` hook, as client-go counts its retries), one
-credential refresh and retry on a 401, lists streamed page by page (what a LIST asks is
+request only), typed errors, resends where the server asks for them (a 429 or any 5xx with a
+``Retry-After`` in seconds: sleep for it, at most ``MAX_RETRY_AFTER``, and resend, for every
+verb, at most ``MAX_RESENDS`` times, as client-go's ``checkWait``; each resend is reported to
+the ``on_retry`` hook, as client-go counts its retries; a 5xx without it is the caller's to
+retry), one credential refresh and retry on a 401, lists streamed page by page (what a LIST asks is
 :mod:`slicectl.kube.paging`'s), and watch streams read line by line with an inactivity
 watchdog (:mod:`slicectl.kube.watch`).
 
@@ -13,7 +14,7 @@ Connection failures are not wrapped: callers see ``aiohttp.ClientError`` / ``OSE
 ``TimeoutError``. A stalled watch raises :class:`~slicectl.kube.errors.WatchStalled`.
 
 Writes can carry a ``guard``: a callable run right before each send (after the rate-limiter
-wait, and again before every 429 resend) that raises to stop the request, so a write that had
+wait, and again before every resend) that raises to stop the request, so a write that had
 to wait is never sent once the caller may no longer write (leader election).
 
 The credential never leaves the client in text: error messages built from a server's answer
@@ -39,11 +40,11 @@ from slicectl.kube.answers import Answers
 from slicectl.kube.config import Connection, load_connection
 from slicectl.kube.errors import (
     ApiError,
-    TooManyRequests,
     Unauthorized,
     WatchStalled,
     answer_error,
     redacted,
+    resend_wait,
 )
 from slicectl.kube.lean import decode_body
 from slicectl.kube.paging import ListPage, collect, read_pages, selectors
@@ -56,7 +57,7 @@ RequestHook = Callable[[str, str, int, float], None]  # (verb, resource, status 
 RetryHook = Callable[[str, str, int], None]  # (verb, resource, status): resent after Retry-After
 Guard = Callable[[], None]  # raises to stop a request before it is sent
 
-_MAX_429_RETRIES = 10
+MAX_RESENDS = 10  # client-go's maxRetries: resends of one request the server asked for
 MAX_RETRY_AFTER = 60.0  # seconds: the longest Retry-After obeyed (a proxy may say an hour)
 _JSON = "application/json"
 _META_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
@@ -307,7 +308,8 @@ class KubeClient:
         background: bool = False, guard: Guard | None = None, raw_body: bool = False,
         prepaid: bool = False,
     ) -> Any:
-        """Send one request (retrying 429s and one 401); the decoded body, or a typed error.
+        """Send one request (resending when the server asks, and once after a 401); the decoded
+        body, or a typed error.
 
         ``background`` requests (status, Events) only spend rate-limit tokens the bucket can
         spare, so they never delay foreground requests (slice writes). ``prepaid``: the caller
@@ -319,7 +321,7 @@ class KubeClient:
         if json is not None:
             data = orjson.dumps(json)
             hdrs["Content-Type"] = content_type or _JSON
-        throttled = 0
+        resent = 0
         reauthenticated = False
         while True:
             if prepaid:
@@ -338,6 +340,7 @@ class KubeClient:
                     raw = await resp.read()
                     status = resp.status
                     error = await self._error(resp, raw) if status >= 300 else None
+                    wait = resend_wait(status, resp.headers.get("Retry-After"))
             except (aiohttp.ClientError, TimeoutError):
                 self._report(method, path, False, 0, started)
                 raise
@@ -346,11 +349,11 @@ class KubeClient:
                 if raw_body:
                     return raw
                 return decode_body(raw) if raw else None
-            if isinstance(error, TooManyRequests) and throttled < _MAX_429_RETRIES:
-                throttled += 1
+            if wait is not None and resent < MAX_RESENDS:
+                resent += 1
                 if self._on_retry is not None:
                     self._on_retry(*request_labels(method, path, False), status)
-                await asyncio.sleep(min(error.retry_after or 1.0, MAX_RETRY_AFTER))
+                await asyncio.sleep(min(wait, MAX_RETRY_AFTER))
                 continue
             if isinstance(error, Unauthorized) and not reauthenticated:
                 reauthenticated = True

@@ -15,10 +15,13 @@ takes the credential out of one (a proxy may echo the ``Authorization`` header b
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import orjson
+
+_SECONDS = re.compile(r"[+-]?[0-9]+")  # what strconv.Atoi takes
 
 
 class ApiError(Exception):
@@ -127,6 +130,24 @@ def error_for(
     return cls(status, reason, message, status_body, retry_after)
 
 
+def retry_after_seconds(header: str | None) -> float | None:
+    """A ``Retry-After`` header's wait, read as client-go's ``retryAfterSeconds`` reads it
+    (``strconv.Atoi``): whole seconds, maybe signed (a negative wait is none); None when absent
+    or anything else (an HTTP-date, a fraction)."""
+    if header is None or not _SECONDS.fullmatch(header):
+        return None
+    return max(0.0, float(int(header)))
+
+
+def resend_wait(status: int, retry_after: str | None) -> float | None:
+    """client-go's ``checkWait``: the seconds to wait before sending a request again when its
+    answer asks for that, a 429 or any 5xx with a ``Retry-After`` in seconds; None when it does
+    not (the request is not resent: its caller decides)."""
+    if status != 429 and status < 500:
+        return None
+    return retry_after_seconds(retry_after)
+
+
 def answer_error(status: int, reason: str | None, retry_after: str | None, raw: bytes
                  ) -> ApiError:
     """The typed error of a failed HTTP answer: its status, reason phrase, ``Retry-After``
@@ -135,12 +156,7 @@ def answer_error(status: int, reason: str | None, retry_after: str | None, raw: 
         body = orjson.loads(raw) if raw else None
     except orjson.JSONDecodeError:
         body = None
-    seconds: float | None = None
-    if retry_after:
-        try:
-            seconds = max(0.0, float(retry_after))
-        except ValueError:
-            seconds = None
+    seconds = retry_after_seconds(retry_after)
     text = raw[:200].decode("utf-8", "replace") if body is None else reason or ""
     return error_for(status, body, seconds, text)
 

@@ -80,7 +80,7 @@ def event_name(regarding_name: str, now_ns: int) -> str:
 
 def _refused(exc: ApiError) -> bool:
     """The server rejected the write for good (its namespace is gone or terminating, RBAC, an
-    invalid Event), rather than failing for now (5xx; 429s the client already retried)."""
+    invalid Event), rather than failing for now (a 5xx, a 429)."""
     return exc.status < 500 and exc.status != 429
 
 

@@ -126,8 +126,8 @@ class Metrics:
             ["verb", "resource", "code"], registry=r)
         self.api_request_retries = Counter(
             "slicectl_api_request_retries",
-            "Kubernetes API requests resent after the server's Retry-After (a 429), by verb, "
-            "resource and the status that made them wait (client-go's "
+            "Kubernetes API requests resent after the server's Retry-After (a 429 or 5xx), by "
+            "verb, resource and the status that made them wait (client-go's "
             "rest_client_request_retries_total); each waited up to 60 s before it",
             ["verb", "resource", "code"], registry=r)
         self.api_request_duration = Histogram(

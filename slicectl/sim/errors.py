@@ -280,6 +280,19 @@ def internal(why: str) -> ApiError:
     )
 
 
+def server_timeout(resource: str, group: str, operation: str, retry_after: int) -> ApiError:
+    """``apierrors.NewServerTimeout``: the storage did not answer in time (an etcd timeout), a
+    500 that says when to come back (``retryAfterSeconds``, sent as ``Retry-After`` too)."""
+    qualified_resource = f"{resource}.{group}" if group else resource
+    return ApiError(
+        500,
+        "ServerTimeout",
+        f"The {operation} operation against {qualified_resource} could not be completed at "
+        "this time, please try again.",
+        {"group": group, "kind": resource, "name": operation, "retryAfterSeconds": retry_after},
+    )
+
+
 def method_not_allowed(rt: ResourceType, verb: str) -> ApiError:
     return ApiError(
         405,

@@ -2,8 +2,8 @@
 
 Faults that strike BEFORE the server acts, per resource request: latency (for every request,
 or per resource, e.g. Lease requests alone, as when etcd is slow for one key range), a 500
-(InternalError) or a 429 as API Priority and Fairness rejects a request (plain text, no
-Status, with Retry-After).
+(InternalError, or with ``error_retry_after`` a ServerTimeout with Retry-After) or a 429 as
+API Priority and Fairness rejects a request (plain text, no Status, with Retry-After).
 
 Faults that strike AFTER the server acted, per write (create, update, patch, delete): the write
 is applied and then the connection is reset so the client never sees the answer
@@ -78,6 +78,8 @@ class Faults:
         # 500 rate for one resource ("pods") or subresource ("endpointselectors/status")
         self.resource_error_rate: dict[str, float] = {}
         self.error_rate = 0.0
+        self.error_retry_after = 0  # >0: the injected 500s are ServerTimeouts with this
+        # Retry-After (seconds), as when etcd is slow to answer
         self.throttle_rate = 0.0
         self.discovery_error_rate = 0.0  # 503 on discovery (/api, /apis/...), as when an
         # aggregated API is unavailable
@@ -203,6 +205,9 @@ class Faults:
                 rate)
         if rate > 0 and random.random() < rate:
             self._note("error_before")
+            if self.error_retry_after > 0 and info is not None:
+                raise errors.server_timeout(info.resource, info.group, info.verb,
+                                            self.error_retry_after)
             raise errors.internal("injected fault")
         if self.throttle_rate > 0 and random.random() < self.throttle_rate:
             self._note("throttle_before")

@@ -11,8 +11,9 @@ import asyncio
 import contextlib
 import itertools
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import structlog
@@ -24,7 +25,7 @@ from slicectl.sim.resources import NAMESPACE_TYPE
 from slicectl.sim.server import EmbeddedApiServer
 from tests.integration.conftest import Cluster
 from tests.integration.credentials import server_ca_and_address, valid_token
-from tests.integration.support import HANG_GUARD, unscheduled_pod
+from tests.integration.support import HANG_GUARD, unscheduled_pod, wait_until
 
 
 def server_of(api: Cluster) -> EmbeddedApiServer:
@@ -296,6 +297,55 @@ async def test_429_retry_after_is_honoured(
         for sent, resent in itertools.pairwise(gets):
             if sent[2] == 429:  # resent only after the server's Retry-After (1 s)
                 assert resent[3] - sent[3] >= 0.9
+
+
+@pytest.mark.embedded_only(reason="fault injection: every request answered 500 for a while")
+async def test_a_5xx_is_resent_when_and_only_when_it_carries_retry_after(
+    api: Cluster, ns: str, calls: list[tuple[str, str, int, float]],
+) -> None:
+    """client-go resends a 429 and any 5xx whose ``Retry-After`` says when (an etcd timeout's
+    ServerTimeout, a 504 "Too large resource version"), for every verb, each resend counted; a
+    5xx without one is the caller's to retry."""
+    srv = server_of(api)
+    resent: list[tuple[str, str, int]] = []
+
+    def on_request(verb: str, resource: str, status: int, seconds: float) -> None:
+        calls.append((verb, resource, status, time.monotonic()))
+
+    async with await KubeClient.connect(
+        api.kubeconfig, on_request=on_request,
+        on_retry=lambda verb, resource, status: resent.append((verb, resource, status)),
+    ) as c, asyncio.timeout(HANG_GUARD):
+        await c.create(PODS, unscheduled_pod("t"), ns)
+        srv.faults.error_rate = 1.0
+        try:
+            with pytest.raises(errors.ServerError):
+                await c.get(PODS, "t", ns)
+            assert [s for _, _, s, _ in calls[1:]] == [500] and not resent
+            srv.faults.error_retry_after = 1
+
+            async def through_500s(verb: str, send: Awaitable[dict[str, Any]]) -> None:
+                calls.clear()
+                resent.clear()
+                srv.faults.error_rate = 1.0
+                answer = asyncio.ensure_future(send)
+
+                async def resent_twice() -> bool:  # each 500 resent after its Retry-After
+                    return len(resent) >= 2 or answer.done()
+
+                await wait_until(resent_twice, what="two resends")
+                srv.faults.error_rate = 0.0
+                assert (await answer)["metadata"]["name"] == "t"
+                assert calls[-1][2] == 200 and {s for _, _, s, _ in calls[:-1]} == {500}
+                assert resent == [(verb, "pods", 500)] * (len(calls) - 1)
+                for sent, again in itertools.pairwise(calls):
+                    assert again[3] - sent[3] >= 0.9
+
+            await through_500s("GET", c.get(PODS, "t", ns))
+            await through_500s("PATCH", c.patch(PODS, "t", {"metadata": {"labels": {"a": "b"}}},
+                                                ns))
+        finally:
+            srv.faults.error_rate, srv.faults.error_retry_after = 0.0, 0
 
 
 async def test_in_cluster_token_is_reread_after_401(

@@ -3,7 +3,7 @@
 * A replica that is no longer sure it leads must park its workers (keys stay queued) instead
   of re-queueing the key at once and spinning on the event loop.
 * The leadership check sits right before a write is sent: after the client's rate-limiter wait
-  and before every 429 resend, so a write that waited never lands after leadership lapsed.
+  and before every resend, so a write that waited never lands after leadership lapsed.
 """
 
 from __future__ import annotations

@@ -69,6 +69,29 @@ def test_retry_after_from_status_details_when_no_header() -> None:
     assert errors.error_for(429, body, retry_after=1.0).retry_after == 1.0
 
 
+@pytest.mark.parametrize(
+    ("header", "seconds"),
+    [("2", 2.0), ("+3", 3.0), ("0", 0.0), ("-1", 0.0), ("007", 7.0), ("1.5", None),
+     ("Wed, 21 Oct 2015 07:28:00 GMT", None), ("nan", None), ("inf", None), ("1e3", None),
+     ("", None), (None, None)],
+)
+def test_retry_after_header_is_read_as_client_go_reads_it(
+    header: str | None, seconds: float | None,
+) -> None:
+    """client-go's ``retryAfterSeconds`` takes what ``strconv.Atoi`` takes: whole seconds,
+    maybe signed (a negative wait is no wait); an HTTP-date or anything else is no answer."""
+    assert errors.answer_error(429, "Too Many Requests", header, b"").retry_after == seconds
+    assert errors.resend_wait(429, header) == seconds
+    assert errors.resend_wait(503, header) == seconds
+
+
+@pytest.mark.parametrize("status", [200, 400, 401, 404, 409, 410, 422])
+def test_only_a_429_or_a_5xx_is_resent_on_retry_after(status: int) -> None:
+    """client-go's ``checkWait``: a Retry-After on any other answer asks for nothing."""
+    assert errors.resend_wait(status, "1") is None
+    assert errors.resend_wait(500, None) is None and errors.resend_wait(429, None) is None
+
+
 def test_decode_event_kinds() -> None:
     bad: list[str] = []
 
