@@ -6,7 +6,13 @@ every watch holds one for minutes, one per resource and watched namespace, so a 
 out with a few dozen namespaces and left writes and lease renewals queued for a connection
 until their timeout; the token bucket, not the pool, bounds the request rate), the current
 ``Authorization`` header, a new pool when the client certificate changes (the pooled
-connections, watches too, still present the old one), and the TLS server name and proxy.
+connections, watches too, still present the old one), the TLS server name and proxy, and that
+no write goes out twice unseen: aiohttp sends a PUT or DELETE again, once and at once, when
+its connection breaks before the answer, though the server may have applied it, where client-go
+resends no write that went out (Go's transport replays only GET, HEAD, OPTIONS and TRACE).
+That resend skipped the rate limit, the write gate and the request metrics, and answered the
+caller for itself (a 409, a 404) instead of the lost write: the break is raised as
+:class:`ConnectionLost` instead, which aiohttp does not resend (a GET is still resent).
 """
 
 from __future__ import annotations
@@ -16,6 +22,24 @@ from typing import Any
 import aiohttp
 
 from slicectl.kube.config import Connection
+
+
+class ConnectionLost(aiohttp.ServerConnectionError):
+    """The connection broke before a write's answer came: the server may have applied it."""
+
+
+async def _writes_sent_once(request: aiohttp.ClientRequest,
+                            send: aiohttp.ClientHandlerType) -> aiohttp.ClientResponse:
+    """A middleware: a write's broken connection raised so that aiohttp does not resend it
+    (module docstring)."""
+    try:
+        return await send(request)
+    except aiohttp.ClientConnectorError:  # never connected: nothing went out (not resent)
+        raise
+    except (aiohttp.ClientOSError, aiohttp.ServerDisconnectedError) as exc:
+        if request.method == "GET":
+            raise
+        raise ConnectionLost(f"{request.method} {request.url.path}: {exc!r}") from exc
 
 
 class Transport:
@@ -52,4 +76,5 @@ class Transport:
     def _new_session(self) -> aiohttp.ClientSession:
         connector = aiohttp.TCPConnector(limit=0, ssl=self._conn.ssl)
         return aiohttp.ClientSession(
-            connector=connector, headers={"User-Agent": self._user_agent})
+            connector=connector, headers={"User-Agent": self._user_agent},
+            middlewares=(_writes_sent_once,))

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Awaitable
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 import structlog
 
@@ -346,6 +347,38 @@ async def test_a_5xx_is_resent_when_and_only_when_it_carries_retry_after(
                                                 ns))
         finally:
             srv.faults.error_rate, srv.faults.error_retry_after = 0.0, 0
+
+
+@pytest.mark.embedded_only(reason="fault injection: connections reset after the server acted")
+async def test_a_write_whose_answer_was_lost_is_not_sent_again_unseen(
+    api: Cluster, client: KubeClient, ns: str, calls: list[tuple[str, str, int, float]],
+) -> None:
+    """A PUT or DELETE whose connection broke before its answer may have been applied: it is
+    not sent again behind the caller's back (aiohttp resends those methods once, at once, as
+    client-go never resends a write that went out), which would skip the rate limit, the write
+    gate and the request metrics, and answer for the resend (a 409, a 404) instead. The
+    caller sees the lost answer, as client-go's would."""
+    srv = server_of(api)
+    guarded: list[str] = []
+    async with asyncio.timeout(HANG_GUARD):
+        pod = await client.create(PODS, unscheduled_pod("t"), ns)
+        pod["metadata"]["labels"] = {"a": "b"}
+        sent = {verb: srv.request_counts(verb=verb, resource="pods") for verb in ("PUT", "DELETE")}
+        srv.faults.lost_response_rate = 1.0
+        try:
+            with pytest.raises(aiohttp.ClientConnectionError):
+                await client.replace(PODS, "t", pod, ns, guard=lambda: guarded.append("PUT"))
+            with pytest.raises(aiohttp.ClientConnectionError):
+                await client.delete(PODS, "t", ns, grace_period_seconds=0,
+                                    guard=lambda: guarded.append("DELETE"))
+        finally:
+            srv.faults.lost_response_rate = 0.0
+        assert {verb: srv.request_counts(verb=verb, resource="pods") - n
+                for verb, n in sent.items()} == {"PUT": 1, "DELETE": 1}
+        assert guarded == ["PUT", "DELETE"]
+        assert [(verb, status) for verb, _, status, _ in calls[1:]] == [("PUT", 0), ("DELETE", 0)]
+        with pytest.raises(errors.NotFound):  # the DELETE was applied
+            await client.get(PODS, "t", ns)
 
 
 async def test_in_cluster_token_is_reread_after_401(
