@@ -97,12 +97,15 @@ async def big_cluster(args: argparse.Namespace, upstream: bool, out: Path) -> di
     """The large-cluster scenario (benchmarks/big_cluster.py), imported only when it runs: it
     loads its own workload and measures ingest, memory and relists rather than writes. With
     ``upstream`` (a real cluster), upstream's controller is timed after slicectl, from a cold
-    start of its own kube-controller-manager."""
+    start of its own kube-controller-manager. It runs in a process of its own, as it measures
+    its process's RSS and CPU (:func:`benchmarks.big_cluster_probes.in_fresh_process`)."""
     from benchmarks.big_cluster import run_big_cluster
+    from benchmarks.big_cluster_probes import in_fresh_process
 
-    return dict(await run_big_cluster(kubeconfig=args.kubeconfig, quick=args.quick, out=out,
-                                      upstream=upstream, kcm_binary=args.kcm_binary,
-                                      kcm_kubeconfig=args.kcm_kubeconfig))
+    return dict(await in_fresh_process(run_big_cluster, kubeconfig=args.kubeconfig,
+                                       quick=args.quick, out=out, upstream=upstream,
+                                       kcm_binary=args.kcm_binary,
+                                       kcm_kubeconfig=args.kcm_kubeconfig))
 
 
 async def run(args: argparse.Namespace) -> int:
