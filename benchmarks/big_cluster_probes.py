@@ -27,6 +27,7 @@ from benchmarks.big_cluster_world import (
     iter_pods,
     selector_object,
 )
+from benchmarks.runner import percentile
 from slicectl.controller.controller import Controller
 from slicectl.controller.writer import Prepaid, WriteResult
 from slicectl.model.records import SelectorRecord, SliceRecord
@@ -146,9 +147,9 @@ class LagSampler:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-        s = sorted(self.samples) or [0.0]
-        return {"lag_p99_ms": round(s[min(len(s) - 1, int(len(s) * 0.99))] * 1000, 1),
-                "lag_max_ms": round(s[-1] * 1000, 1), "lag_samples": len(self.samples)}
+        s = self.samples or [0.0]
+        return {"lag_p99_ms": round((percentile(s, 0.99) or 0.0) * 1000, 1),
+                "lag_max_ms": round(max(s) * 1000, 1), "lag_samples": len(self.samples)}
 
 
 def pod_informers(c: Controller) -> list[Any]:

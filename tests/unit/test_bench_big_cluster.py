@@ -1,5 +1,6 @@
 """big-cluster's instruments (benchmarks/big_cluster*.py, its entry in benchmarks/__main__.py):
-its figures come from a process that ran nothing else."""
+its figures come from a process that ran nothing else, and its percentiles are the ones every
+other benchmark table uses."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ import pytest
 
 import benchmarks.big_cluster
 from benchmarks.__main__ import big_cluster
+from benchmarks.big_cluster_probes import LagSampler
+from benchmarks.runner import percentile
 
 
 async def _whoami(**kwargs: Any) -> dict[str, Any]:
@@ -32,3 +35,10 @@ def test_big_cluster_runs_in_a_process_of_its_own(
                                 "upstream"]
     assert result["pid"] != os.getpid()
 
+
+def test_the_lag_p99_is_the_nearest_rank_one_as_in_every_other_table() -> None:
+    sampler = LagSampler()
+    sampler.samples = [i / 1000 for i in range(1, 101)]  # 1 .. 100 ms
+    lag = asyncio.run(sampler.stop())
+    assert lag["lag_p99_ms"] == pytest.approx(1000 * (percentile(sampler.samples, 0.99) or 0))
+    assert lag["lag_p99_ms"] == pytest.approx(99.0)
