@@ -77,7 +77,8 @@ async def run_one(ctx: Context, scenario: Scenario, who: Contender) -> dict[str,
     upstream = who.kind == "upstream"
     c = Cluster(ctx.client, ns, services=upstream)
     record: dict[str, Any] = {"scenario": scenario.name, "controller": who.label,
-                              "batch_period": who.batch_period, "namespace": ns}
+                              "kind": who.kind, "batch_period": who.batch_period,
+                              "namespace": ns}
     await c.setup(scenario.selectors)
     proc: ControllerProcess | AttachedProcess | None = None
     try:

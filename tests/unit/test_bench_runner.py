@@ -1,5 +1,6 @@
 """The benchmark's counting windows and checks (benchmarks/runner.py, benchmarks/driver.py):
-equal tails for every contender, every write's trigger time, addresses in the final check."""
+equal tails for every contender, every write's trigger time, addresses in the final check, and
+a compacting controller's final slice count in the exit code."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any, cast
 import pytest
 
 import benchmarks.runner as runner
+from benchmarks.__main__ import failed
 from benchmarks.contenders import Contender
 from benchmarks.driver import Cluster, SliceView
 from benchmarks.scenarios import Scenario
@@ -117,6 +119,42 @@ def test_a_contender_that_never_compacts_is_not_billed_the_compaction_wait(
     assert at_ideal["compacted_s"] < 0.1 and above["compacted_s"] >= 0.9
     for figure in ("controller_cpu_s", "server_cpu_s"):
         assert above[figure] == pytest.approx(at_ideal[figure], abs=IDLE * 0.3), figure
+
+
+def test_a_compacting_controller_left_above_its_ideal_slice_count_fails_the_run(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+) -> None:
+    """slicectl compacts (naive packs by construction); kube-controller-manager never does, so
+    only its runs may end above the ideal count. CI's quick run must catch a slicectl that
+    stopped compacting, not just print it."""
+    monkeypatch.setattr(runner, "Cluster", _Cluster)
+    monkeypatch.setattr(runner, "ControllerProcess", _Idle)
+    monkeypatch.setattr(runner, "SETTLE", 0.01)
+    monkeypatch.setattr(runner, "COMPACTION_WAIT", 0.1)
+
+    async def nothing(_c: Any) -> None:
+        return None
+
+    monkeypatch.setattr(runner, "slice_write_requests", nothing)
+    scenario = Scenario("rollout", ("sel-00",), nothing, nothing, "idle")
+
+    class Upstream:  # how the runner starts kube-controller-manager: here, an idle one
+        note = "idle"
+
+        def start(self, _log: str) -> _Idle:
+            return _Idle()
+
+    def run(who: Contender, end_slices: int) -> dict[str, Any]:
+        _Cluster.end_slices = end_slices
+        ctx = runner.Context(cast(KubeClient, None), "", None, None, tmp_path, 5.0, print,
+                             cast(Any, Upstream()))
+        return asyncio.run(runner.run_one(ctx, scenario, who))
+
+    slicectl, naive = Contender("slicectl (defaults)", "slicectl"), Contender("naive", "naive")
+    assert not failed(run(slicectl, 1))
+    assert failed(run(slicectl, 2))
+    assert failed(run(naive, 2))
+    assert not failed(run(Contender("kube-controller-manager", "upstream"), 2))
 
 
 def _slice(pods: list[str], stamp: str) -> dict[str, Any]:
