@@ -123,6 +123,19 @@ def query_int64(query: Mapping[str, str], name: str) -> int | None:
     return int(text)
 
 
+def query_bool(query: Mapping[str, str], name: str) -> bool | None:
+    """Query parameter ``name`` as the parameter codec decodes a bool option
+    (``Convert_Slice_string_To_bool``), None when absent: false only for ``0`` or ``false``
+    in any case (Go's ``strings.EqualFold``); anything else, the empty value and ``yes``
+    too, is true."""
+    if name not in query:
+        return None
+    text = query[name]
+    folded = len(text) == 5 and all(a.casefold() == b
+                                    for a, b in zip(text, "false", strict=True))
+    return not (text == "0" or folded)
+
+
 def _query_delete_options(query: MultiMapping[str]) -> dict[str, Any]:
     """DeleteOptions decoded from query parameters, as the parameter codec converts them."""
     options: dict[str, Any] = {}
@@ -131,8 +144,7 @@ def _query_delete_options(query: MultiMapping[str]) -> dict[str, Any]:
     if "gracePeriodSeconds" in query:
         options["gracePeriodSeconds"] = query_int64(query, "gracePeriodSeconds")
     if "orphanDependents" in query:
-        options["orphanDependents"] = query["orphanDependents"].lower() not in ("", "0",
-                                                                                "false")
+        options["orphanDependents"] = query_bool(query, "orphanDependents")
     if "dryRun" in query:
         options["dryRun"] = query.getall("dryRun")
     return options

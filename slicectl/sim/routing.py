@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 from multidict import MultiMapping
 
+from slicectl.sim.options import query_bool
+
 _NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
 
 
@@ -30,10 +32,6 @@ class RequestInfo:
         if self.name or self.verb == "create":
             return "resource"
         return "namespace" if self.namespace else "cluster"
-
-
-def _is_watch(query: MultiMapping[str]) -> bool:
-    return query.get("watch", "").lower() in ("true", "1")
 
 
 def resolve(method: str, path: str, query: MultiMapping[str]) -> RequestInfo | None:
@@ -59,7 +57,7 @@ def resolve(method: str, path: str, query: MultiMapping[str]) -> RequestInfo | N
         namespace = ""
     method = method.upper()
     if method in ("GET", "HEAD"):
-        verb = "get" if name else ("watch" if _is_watch(query) else "list")
+        verb = "get" if name else ("watch" if query_bool(query, "watch") else "list")
     elif method == "POST":
         verb = "create"
     elif method == "PUT":

@@ -37,7 +37,7 @@ from slicectl.sim import errors
 from slicectl.sim.backpressure import TimeBudget, channel_size
 from slicectl.sim.listing import Filter
 from slicectl.sim.negotiation import partial
-from slicectl.sim.options import query_int64
+from slicectl.sim.options import query_bool, query_int64
 from slicectl.sim.resources import storage_key
 from slicectl.sim.storage import Event, Obj, Store
 from slicectl.sim.types import ResourceType
@@ -201,10 +201,6 @@ def bookmark(rt: ResourceType, rv: int, initial_end: bool = False,
     return orjson.dumps({"type": "BOOKMARK", "object": obj}) + b"\n"
 
 
-def _flag(query: dict[str, str], name: str) -> bool:
-    return query.get(name, "").lower() in ("true", "1")
-
-
 def buffer_size(store: Store, rt: ResourceType, flt: Filter) -> int:
     """The cacher's input plus result channel for this watch (see :mod:`backpressure`)."""
     pods = (rt.group, rt.plural) == ("", "pods")
@@ -227,7 +223,7 @@ def start(store: Store, rt: ResourceType, flt: Filter, query: dict[str, str],
     watcher = Watcher(rt, flt, render, meta_only, 0, store.bucket(rt).budget, store)
     rv_text = query.get("resourceVersion", "")
     streaming = "sendInitialEvents" in query  # a WatchList request (the query was validated)
-    initial = _flag(query, "sendInitialEvents") if streaming else rv_text in ("", "0")
+    initial = bool(query_bool(query, "sendInitialEvents")) if streaming else rv_text in ("", "0")
     if streaming and rv_text not in ("", "0"):  # a lower bound the state must have reached
         try:
             too_large = int(rv_text) > store.rv
@@ -250,7 +246,7 @@ def start(store: Store, rt: ResourceType, flt: Filter, query: dict[str, str],
             obj = state[key]
             if flt.matches(obj):
                 watcher.buffer.append(watcher.line(Event(0, "ADDED", key, obj, None), "ADDED"))
-        if _flag(query, "sendInitialEvents") and _flag(query, "allowWatchBookmarks"):
+        if query_bool(query, "sendInitialEvents") and query_bool(query, "allowWatchBookmarks"):
             watcher.buffer.append(bookmark(rt, store.rv, True, meta_only))
     else:
         try:
@@ -279,7 +275,7 @@ async def stream(request: web.Request, store: Store, watcher: Watcher, finished:
     if timeout == 0:  # none of the client's: the server's, --min-request-timeout times 1 to 2
         timeout = random.uniform(MIN_REQUEST_TIMEOUT, 2 * MIN_REQUEST_TIMEOUT)
     deadline = time.monotonic() + timeout
-    bookmarks = _flag(query, "allowWatchBookmarks") and bookmark_interval > 0
+    bookmarks = bool(query_bool(query, "allowWatchBookmarks")) and bookmark_interval > 0
 
     def next_bookmark_after(now: float) -> float:
         """``nextBookmarkTime``: every interval, and 2 s before the deadline; then never."""

@@ -1,0 +1,79 @@
+"""Query parameters decoded as a real kube-apiserver v1.32.6 decodes them.
+
+Each expected answer below was captured from that server (on loopback, 2026-11-28) with the
+same raw request; the embedded server was kinder or answered otherwise before:
+
+- a bool option (``watch``, ``allowWatchBookmarks``, ``sendInitialEvents``,
+  ``orphanDependents``) is false only when absent, ``0`` or ``false`` in any case
+  (``Convert_Slice_string_To_bool``); ``yes``, ``abc`` and the empty value are true.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import orjson
+import pytest
+
+from tests.sim.conftest import PODS, Raw, pod
+
+
+def _events(body: Any) -> list[tuple[str, str]]:
+    """A watch's events as (type, name or initial-events-end annotation)."""
+    lines = body if isinstance(body, list) else [body]
+    out = []
+    for event in lines:
+        meta = event["object"]["metadata"]
+        out.append((event["type"], meta.get("name") or ",".join(sorted(
+            meta.get("annotations") or {}))))
+    return out
+
+
+async def _watch(raw: Raw, **params: str) -> tuple[int, list[tuple[str, str]]]:
+    """A one-second watch of the pods, read to its end."""
+    async with raw.session.get(raw.srv.url + PODS, params={"timeoutSeconds": "1", **params}
+                               ) as resp:
+        text = await resp.text()
+    return resp.status, _events([orjson.loads(line) for line in text.splitlines() if line])
+
+
+@pytest.mark.parametrize("value", ["1", "true", "True", "yes", "abc", ""])
+async def test_any_watch_value_but_false_or_0_is_a_watch(raw: Raw, value: str) -> None:
+    await raw.request("POST", PODS, pod("a"))
+    code, events = await _watch(raw, watch=value, resourceVersion="0")
+    assert (code, events) == (200, [("ADDED", "a")])
+
+
+@pytest.mark.parametrize("value", ["0", "false", "FALSE", "False"])
+async def test_false_or_0_is_a_list(raw: Raw, value: str) -> None:
+    await raw.request("POST", PODS, pod("a"))
+    code, body, _ = await raw.request("GET", PODS, watch=value)
+    assert (code, body["kind"], len(body["items"])) == (200, "PodList", 1)
+
+
+@pytest.mark.parametrize("value", ["true", "yes", "abc", ""])
+async def test_send_initial_events_takes_any_true_value(raw: Raw, value: str) -> None:
+    await raw.request("POST", PODS, pod("a"))
+    code, events = await _watch(raw, watch="1", sendInitialEvents=value,
+                                resourceVersionMatch="NotOlderThan", allowWatchBookmarks=value)
+    assert (code, events) == (200, [
+        ("ADDED", "a"),
+        ("BOOKMARK", "k8s.io/initial-events-end,kubernetes.io/initial-events-list-blueprint")])
+
+
+async def test_an_empty_orphan_dependents_is_true(raw: Raw) -> None:
+    """``orphanDependents=`` orphans: the dependent stays, without its ownerReference (a
+    false one would have it collected)."""
+    _, owner, _ = await raw.request("POST", PODS, pod("owner"))
+    ref = {"apiVersion": "v1", "kind": "Pod", "name": "owner", "uid": owner["metadata"]["uid"]}
+    await raw.request("POST", PODS, pod("dependent", ownerReferences=[ref]))
+    code, body, _ = await raw.request("DELETE", f"{PODS}/owner", orphanDependents="",
+                                      gracePeriodSeconds=0)
+    assert code == 200, body
+    for _ in range(500):  # until the garbage collector has acted (a hang guard, no SLA)
+        code, body, _ = await raw.request("GET", f"{PODS}/dependent")
+        if code == 404 or not body["metadata"].get("ownerReferences"):
+            break
+        await asyncio.sleep(0.02)
+    assert code == 200 and not body["metadata"].get("ownerReferences"), body
