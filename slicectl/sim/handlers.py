@@ -32,6 +32,7 @@ from slicectl.sim.negotiation import (
     partial,
     partial_list,
     representation,
+    streaming_list,
 )
 from slicectl.sim.objects import (
     bump_generation,
@@ -150,10 +151,14 @@ class Api:
     async def watch(self, request: web.Request, rt: ResourceType,
                     namespace: str) -> web.StreamResponse:
         query = dict(request.query)
+        listoptions.watch_defaults(query)
         listoptions.validate(query, watch=True)
         flt = make_filter(rt, namespace, query)
         render: Callable[[Obj], dict[str, Any]] | None = None
         form = wanted(request)
+        if options.query_bool(query, "sendInitialEvents") and options.query_bool(
+                query, "allowWatchBookmarks"):
+            form = streaming_list(request.headers.get("Accept", ""))
         if form == "Table":
             include = query.get("includeObject", "Metadata")
 

@@ -12,6 +12,11 @@ listing every failed field. The rules, as probed on a real v1.32 server:
   ``resourceVersionMatch`` needs ``sendInitialEvents``, must be ``NotOlderThan`` and comes
   without ``continue``.
 
+A watch from now (no ``resourceVersion``, or "0") that names neither ``sendInitialEvents`` nor
+``resourceVersionMatch`` is first defaulted to a streaming list (``SetListOptionsDefaults``:
+``sendInitialEvents=true``, ``resourceVersionMatch=NotOlderThan``), so it is validated, and
+served, as one (:func:`watch_defaults`).
+
 Before that, the parameter codec decodes the query: ``timeoutSeconds`` and then ``limit`` must
 be int64s, or the answer is a 400 with strconv's message (:func:`query_int64`).
 
@@ -28,6 +33,16 @@ from slicectl.sim.options import query_int64
 
 NOT_OLDER_THAN = "NotOlderThan"
 EXACT = "Exact"
+
+
+def watch_defaults(query: dict[str, str]) -> None:
+    """``SetListOptionsDefaults`` with the WatchList gate on (v1.32's default): a watch from
+    now becomes a streaming list, in ``query`` itself."""
+    if "sendInitialEvents" in query or query.get("resourceVersionMatch"):
+        return
+    if query.get("resourceVersion", "") in ("", "0"):
+        query["sendInitialEvents"] = "true"
+        query["resourceVersionMatch"] = NOT_OLDER_THAN
 
 
 def validate(query: dict[str, str], *, watch: bool) -> None:

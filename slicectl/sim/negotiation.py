@@ -41,6 +41,18 @@ def representation(accept: str) -> Representation:
     return "object"
 
 
+def streaming_list(accept: str) -> Representation:
+    """The representation of a streaming list (``sendInitialEvents`` with bookmarks), which is
+    never a Table (``watchListEndpointRestrictions``): the first other servable clause; 406
+    when the Accept header asks for a Table only."""
+    others = [clause for clause in accept.split(",") if representation(clause) != "Table"]
+    if not others:
+        raise errors.ApiError(406, "NotAcceptable", "only the following media types are "
+                              "accepted: application/json, application/yaml, "
+                              "application/vnd.kubernetes.protobuf")
+    return representation(",".join(others))
+
+
 def partial(obj: dict[str, Any]) -> dict[str, Any]:
     """One object's PartialObjectMetadata."""
     return {"kind": "PartialObjectMetadata", "apiVersion": META_API_VERSION,

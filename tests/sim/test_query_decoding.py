@@ -5,7 +5,12 @@ same raw request; the embedded server was kinder or answered otherwise before:
 
 - a bool option (``watch``, ``allowWatchBookmarks``, ``sendInitialEvents``,
   ``orphanDependents``) is false only when absent, ``0`` or ``false`` in any case
-  (``Convert_Slice_string_To_bool``); ``yes``, ``abc`` and the empty value are true.
+  (``Convert_Slice_string_To_bool``); ``yes``, ``abc`` and the empty value are true;
+- a watch without a resourceVersion (or "0") and without ``sendInitialEvents`` or
+  ``resourceVersionMatch`` is defaulted to a streaming list (``SetListOptionsDefaults``, the
+  WatchList gate being on in v1.32): it ends its initial events with the initial-events-end
+  bookmark when bookmarks are allowed, refuses a ``continue`` with a 422, and a Table with a
+  406 (``watchListEndpointRestrictions``).
 """
 
 from __future__ import annotations
@@ -77,3 +82,39 @@ async def test_an_empty_orphan_dependents_is_true(raw: Raw) -> None:
             break
         await asyncio.sleep(0.02)
     assert code == 200 and not body["metadata"].get("ownerReferences"), body
+
+
+END = ("BOOKMARK", "k8s.io/initial-events-end,kubernetes.io/initial-events-list-blueprint")
+
+
+@pytest.mark.parametrize("version", [{}, {"resourceVersion": "0"}])
+async def test_a_watch_from_now_is_a_streaming_list(raw: Raw, version: dict[str, str]) -> None:
+    await raw.request("POST", PODS, pod("a"))
+    code, events = await _watch(raw, watch="1", allowWatchBookmarks="true", **version)
+    assert (code, events) == (200, [("ADDED", "a"), END])
+    code, events = await _watch(raw, watch="1", **version)
+    assert (code, events) == (200, [("ADDED", "a")])
+
+
+async def test_a_watch_from_now_takes_no_continue(raw: Raw) -> None:
+    code, body, _ = await raw.request("GET", PODS, watch="1", timeoutSeconds="1",
+                                      labelSelector="i=0", **{"continue": "abc"})
+    assert (code, body["message"]) == (422, 'ListOptions.meta.k8s.io "" is invalid: '
+                                       "resourceVersionMatch: Forbidden: resourceVersionMatch "
+                                       "is forbidden when continue is provided")
+
+
+async def test_a_streaming_list_is_never_a_table(raw: Raw) -> None:
+    await raw.request("POST", PODS, pod("a"))
+    table = "application/json;as=Table;v=v1;g=meta.k8s.io"
+    query = {"watch": "1", "allowWatchBookmarks": "true", "timeoutSeconds": "1"}
+    async with raw.session.get(raw.srv.url + PODS, params=query,
+                               headers={"Accept": table}) as resp:
+        body = await resp.json()
+    assert (resp.status, body["reason"], body["message"]) == (
+        406, "NotAcceptable", "only the following media types are accepted: application/json, "
+        "application/yaml, application/vnd.kubernetes.protobuf")
+    async with raw.session.get(raw.srv.url + PODS, params=query,
+                               headers={"Accept": table + ",application/json"}) as resp:
+        first = orjson.loads((await resp.text()).splitlines()[0])
+    assert (resp.status, first["object"]["kind"]) == (200, "Pod")
