@@ -271,6 +271,15 @@ def flow_control_rejected(retry_after: int = 1) -> ApiError:
     return err
 
 
+def too_large_resource_version(requested: int | str, current: int) -> ApiError:
+    """The watch cache's answer to a version it has not reached (``NewTimeoutError``)."""
+    return ApiError(504, "Timeout", f"Timeout: Too large resource version: {requested}, "
+                    f"current: {current}",
+                    {"causes": [{"reason": "ResourceVersionTooLarge",
+                                 "message": "Too large resource version"}],
+                     "retryAfterSeconds": 1})
+
+
 def internal(why: str) -> ApiError:
     return ApiError(
         500,

@@ -23,7 +23,7 @@ from aiohttp import web
 from slicectl.sim import errors, listoptions, options, watch
 from slicectl.sim.bodies import check_kind, decode_body, read_body, unknown_fields
 from slicectl.sim.lifecycle import Lifecycle, check_preconditions
-from slicectl.sim.listing import list_objects, make_filter
+from slicectl.sim.listing import list_objects, make_filter, resource_version
 from slicectl.sim.managed import keep_times, manager_name, record
 from slicectl.sim.negotiation import (
     Representation,
@@ -130,6 +130,10 @@ class Api:
 
     def get(self, request: web.Request, rt: ResourceType, namespace: str,
             name: str) -> web.Response:
+        # from the watch cache when a version is named: it must be one it has reached
+        rv = resource_version(request.query.get("resourceVersion", ""))
+        if rv > self.store.rv:
+            raise errors.too_large_resource_version(rv, self.store.rv)
         return self._answer(request, rt, self._existing(rt, namespace, name))
 
     def list(self, request: web.Request, rt: ResourceType, namespace: str) -> web.Response:

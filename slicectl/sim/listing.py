@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,7 +26,10 @@ from slicectl.sim.options import query_int64
 from slicectl.sim.selectors import LabelSelector, LabelSelectorError, parse_label_selector
 from slicectl.sim.storage import Obj, Store
 from slicectl.sim.types import ResourceType
+from slicectl.sim.validation.errors import go_quote
 
+_UINT = re.compile(r"[0-9]+")
+FUTURE_REVISION = "etcdserver: mvcc: required revision is a future revision"
 CONTINUE_EXPIRED = (
     "The provided continue parameter is too old to display a consistent list result. You can "
     "start a new list without the continue parameter, or use the continue token in this response "
@@ -82,14 +86,23 @@ def decode_continue(token: str) -> tuple[int, str]:
         raise errors.bad_request(f"continue key is not valid: {exc}") from exc
 
 
-def _parse_rv(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError as exc:
-        raise errors.bad_request(f"invalid resource version: {text!r}") from exc
-    if value < 0:
-        raise errors.bad_request(f"invalid resource version: {text!r}")
-    return value
+def resource_version(text: str, *, from_etcd: bool = False) -> int:
+    """``text`` as ``APIObjectVersioner.ParseResourceVersion`` reads it: "" and "0" are 0,
+    anything else ``strconv.ParseUint`` (no sign, no space, at most 2**64-1). A bad one is the
+    storage error itself, a 500 without a reason, where the watch cache serves the request;
+    etcd3's 400 where it goes to etcd (``from_etcd``)."""
+    if text in ("", "0"):
+        return 0
+    why = "" if _UINT.fullmatch(text) else "invalid syntax"
+    if not why and int(text) >= 2**64:
+        why = "value out of range"
+    if not why:
+        return int(text)
+    message = (f"resourceVersion: Invalid value: {go_quote(text)}: strconv.ParseUint: parsing "
+               f"{go_quote(text)}: {why}")
+    if from_etcd:
+        raise errors.bad_request(f"invalid resource version: {message}")
+    raise errors.ApiError(500, "", message)
 
 
 def page_limit(query: dict[str, str]) -> int:
@@ -119,13 +132,12 @@ def snapshot_rv(store: Store, rt: ResourceType, query: dict[str, str]) -> tuple[
         return rv, start
     if not rv_text or rv_text == "0":  # (the query passed sim.listoptions.validate)
         return store.rv, ""
-    rv = _parse_rv(rv_text)
-    if rv > store.rv:
-        raise errors.ApiError(
-            504, "Timeout", f"Too large resource version: {rv}, current: {store.rv}",
-            {"causes": [{"reason": "ResourceVersionTooLarge",
-                         "message": "Too large resource version"}], "retryAfterSeconds": 1})
     exact = match == "Exact" or (not match and page_limit(query) > 0)
+    rv = resource_version(rv_text, from_etcd=exact)  # shouldDelegateList: Exact goes to etcd
+    if rv > store.rv:
+        if exact:
+            raise errors.ApiError(500, "", FUTURE_REVISION)
+        raise errors.too_large_resource_version(rv, store.rv)
     if exact:
         if rv < store.compacted_before(rt):
             raise errors.expired("The resourceVersion for the provided list is too old.")

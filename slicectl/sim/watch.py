@@ -35,7 +35,7 @@ from aiohttp import web
 
 from slicectl.sim import errors
 from slicectl.sim.backpressure import TimeBudget, channel_size
-from slicectl.sim.listing import Filter
+from slicectl.sim.listing import Filter, resource_version
 from slicectl.sim.negotiation import partial
 from slicectl.sim.options import query_bool, query_int64
 from slicectl.sim.resources import storage_key
@@ -224,22 +224,13 @@ def start(store: Store, rt: ResourceType, flt: Filter, query: dict[str, str],
     rv_text = query.get("resourceVersion", "")
     streaming = "sendInitialEvents" in query  # a WatchList request (the query was validated)
     initial = bool(query_bool(query, "sendInitialEvents")) if streaming else rv_text in ("", "0")
-    if streaming and rv_text not in ("", "0"):  # a lower bound the state must have reached
-        try:
-            too_large = int(rv_text) > store.rv
-        except ValueError as exc:
-            raise errors.ApiError(500, "", f'resourceVersion: Invalid value: "{rv_text}": '
-                                  f'strconv.ParseUint: parsing "{rv_text}": invalid syntax'
-                                  ) from exc
-        if too_large:  # the cacher waits for it in vain, then says so in an ERROR event
-            watcher.buffer.append(orjson.dumps({"type": "ERROR", "object": errors.ApiError(
-                504, "Timeout", f"Timeout: Too large resource version: {rv_text}, "
-                f"current: {store.rv}", {"causes": [{"reason": "ResourceVersionTooLarge",
-                                                     "message": "Too large resource version"}],
-                                         "retryAfterSeconds": 1}).status()}) + b"\n")
-            return watcher, True
-    if streaming and not initial and rv_text in ("", "0"):
-        rv_text = str(store.rv)  # sendInitialEvents=false and no version: from now on
+    rv = resource_version(rv_text)
+    if streaming and rv > store.rv:  # the cacher waits for it in vain, then says so
+        error = errors.too_large_resource_version(rv, store.rv)
+        watcher.buffer.append(orjson.dumps({"type": "ERROR", "object": error.status()}) + b"\n")
+        return watcher, True
+    if streaming and not initial and rv == 0:
+        rv = store.rv  # sendInitialEvents=false and no version: from now on
     if initial:
         state = store.bucket(rt).objects
         for key in sorted(state):
@@ -249,10 +240,6 @@ def start(store: Store, rt: ResourceType, flt: Filter, query: dict[str, str],
         if query_bool(query, "sendInitialEvents") and query_bool(query, "allowWatchBookmarks"):
             watcher.buffer.append(bookmark(rt, store.rv, True, meta_only))
     else:
-        try:
-            rv = int(rv_text)
-        except ValueError as exc:
-            raise errors.bad_request(f"invalid resource version: {rv_text!r}") from exc
         try:
             events = store.events_since(rt, rv)
         except errors.ApiError as exc:

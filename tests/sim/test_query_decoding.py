@@ -10,7 +10,12 @@ same raw request; the embedded server was kinder or answered otherwise before:
   ``resourceVersionMatch`` is defaulted to a streaming list (``SetListOptionsDefaults``, the
   WatchList gate being on in v1.32): it ends its initial events with the initial-events-end
   bookmark when bookmarks are allowed, refuses a ``continue`` with a 422, and a Table with a
-  406 (``watchListEndpointRestrictions``).
+  406 (``watchListEndpointRestrictions``);
+- a ``resourceVersion`` is read with ``strconv.ParseUint`` (no sign, no space, at most
+  2**64-1) by a get, a list and a watch alike: what the watch cache serves answers a bad one
+  with the storage error itself (a 500 without a reason), what it hands to etcd (a paged list
+  at an exact version, ``Exact``) with etcd3's 400; a get from a version the server has not
+  reached is the 504 a list gets, and a list at an exact version past etcd's, etcd's 500.
 """
 
 from __future__ import annotations
@@ -118,3 +123,49 @@ async def test_a_streaming_list_is_never_a_table(raw: Raw) -> None:
                                headers={"Accept": table + ",application/json"}) as resp:
         first = orjson.loads((await resp.text()).splitlines()[0])
     assert (resp.status, first["object"]["kind"]) == (200, "Pod")
+
+
+def _parse_uint(value: str, why: str = "invalid syntax") -> str:
+    return (f'resourceVersion: Invalid value: "{value}": strconv.ParseUint: parsing '
+            f'"{value}": {why}')
+
+
+@pytest.mark.parametrize(("value", "why"), [("abc", "invalid syntax"), ("-1", "invalid syntax"),
+                                            ("+5", "invalid syntax"), (" 5", "invalid syntax"),
+                                            ("1_0", "invalid syntax"),
+                                            ("18446744073709551616", "value out of range")])
+@pytest.mark.parametrize("query", [{}, {"watch": "1", "timeoutSeconds": "1"},
+                                   {"resourceVersionMatch": "NotOlderThan"},
+                                   {"limit": "1", "resourceVersionMatch": "NotOlderThan"},
+                                   {"name": "a"}])
+async def test_a_bad_resource_version_is_the_watch_cache_s_500(
+        raw: Raw, query: dict[str, str], value: str, why: str) -> None:
+    await raw.request("POST", PODS, pod("a"))
+    path = f"{PODS}/{query.pop('name')}" if "name" in query else PODS
+    code, body, _ = await raw.request("GET", path, resourceVersion=value, **query)
+    assert (code, body.get("reason"), body["message"]) == (500, None, _parse_uint(value, why))
+
+
+@pytest.mark.parametrize("query", [{"limit": "1"}, {"resourceVersionMatch": "Exact"}])
+async def test_a_bad_resource_version_sent_to_etcd_is_a_400(raw: Raw,
+                                                            query: dict[str, str]) -> None:
+    code, body, _ = await raw.request("GET", PODS, resourceVersion="abc", **query)
+    assert (code, body["reason"], body["message"]) == (
+        400, "BadRequest", "invalid resource version: " + _parse_uint("abc"))
+
+
+@pytest.mark.parametrize("path", [PODS, f"{PODS}/a"])
+async def test_a_resource_version_ahead_is_a_504(raw: Raw, path: str) -> None:
+    await raw.request("POST", PODS, pod("a"))
+    code, body, _ = await raw.request("GET", path, resourceVersion="99999999999")
+    assert (code, body["reason"], body["details"]["causes"][0]["reason"]) == (
+        504, "Timeout", "ResourceVersionTooLarge")
+    assert body["message"].startswith("Timeout: Too large resource version: 99999999999, "
+                                      "current: ")
+
+
+@pytest.mark.parametrize("query", [{"limit": "1"}, {"resourceVersionMatch": "Exact"}])
+async def test_an_exact_version_ahead_is_etcd_s_500(raw: Raw, query: dict[str, str]) -> None:
+    code, body, _ = await raw.request("GET", PODS, resourceVersion="99999999999", **query)
+    assert (code, body.get("reason"), body["message"]) == (
+        500, None, "etcdserver: mvcc: required revision is a future revision")
