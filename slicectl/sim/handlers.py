@@ -49,6 +49,7 @@ from slicectl.sim.patch import (
     PatchError,
     UndecodablePatch,
     apply_patch,
+    patch_type,
     patch_via,
 )
 from slicectl.sim.quota import CountQuotas
@@ -273,17 +274,20 @@ class Api:
     @errors.keeps_headers
     async def patch(self, request: web.Request, rt: ResourceType, namespace: str, name: str,
                     subresource: str) -> web.Response:
+        try:
+            media = patch_type(request.headers.get("Content-Type", ""), rt)
+        except PatchError as exc:
+            raise errors.ApiError(exc.code, exc.reason, exc.message) from exc
         raw = await read_body(request)
-        options.validate_write("PatchOptions", request.query,
-                               apply=request.content_type == APPLY_PATCH)
+        options.validate_write("PatchOptions", request.query, apply=media == APPLY_PATCH)
         old = self.store.get(rt, namespace, name)
         # Server-side apply creates what is missing (patch.go: forceAllowCreate for apply
         # patches, answered 201); any other patch of a missing object is a 404.
-        creates = old is None and request.content_type == APPLY_PATCH and not subresource
+        creates = old is None and media == APPLY_PATCH and not subresource
         if old is None and not creates:
             raise errors.not_found(rt, name)
         try:
-            patched, met = apply_patch(old or {}, raw, request.headers.get("Content-Type", ""), rt,
+            patched, met = apply_patch(old or {}, raw, media, rt,
                                        options.field_validation(request.query) != "Ignore")
         except PatchError as exc:
             raise errors.ApiError(exc.code, exc.reason, exc.message) from exc
@@ -296,7 +300,6 @@ class Api:
         if undecodable:
             raise errors.patch_undecodable(patched, undecodable)
         check_kind(rt, patched)
-        media = request.headers.get("Content-Type", "")
         unknown_fields(request, rt, patched, patch_via(media), met)
         meta = patched.get("metadata")
         if not isinstance(meta, dict):

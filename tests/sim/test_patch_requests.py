@@ -1,0 +1,74 @@
+"""PATCH requests answered as a real kube-apiserver v1.32.6 answers them.
+
+Each expected answer below was captured from that server (on loopback, 2026-11-28) with the
+same raw request; the embedded server accepted them before:
+
+- the patch type is the Content-Type before its first ``;``, compared exactly (patch.go): no
+  case folding, no space before the ``;``; a built-in's route (go-restful) refuses first, in its
+  own words, a media type it does not consume. The 415 comes before anything else: before the
+  options are validated and before the object is looked up.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.sim.conftest import Raw, install_chart_crd
+
+NS = "patchreq"
+LEASES = f"/apis/coordination.k8s.io/v1/namespaces/{NS}/leases"
+ESELS = f"/apis/slicectl.io/v1alpha1/namespaces/{NS}/endpointselectors"
+LABEL = {"metadata": {"labels": {"x": "y"}}}
+RESTFUL_415 = "415: Unsupported Media Type"
+BUILTIN_415 = ("the body of the request was in an unknown format - accepted media types "
+               "include: application/json-patch+json, application/merge-patch+json, "
+               "application/strategic-merge-patch+json, application/apply-patch+yaml")
+CUSTOM_415 = ("the body of the request was in an unknown format - accepted media types "
+              "include: application/json-patch+json, application/merge-patch+json, "
+              "application/apply-patch+yaml")
+
+
+@pytest.fixture
+async def ns(raw: Raw) -> Raw:
+    await install_chart_crd(raw, NS)
+    code, _, _ = await raw.request("POST", LEASES, {"metadata": {"name": "l1"}})
+    assert code == 201
+    body = {"apiVersion": "slicectl.io/v1alpha1", "kind": "EndpointSelector",
+            "metadata": {"name": "es1"}, "spec": {"selector": {"matchLabels": {"a": "b"}}}}
+    code, _, _ = await raw.request("POST", ESELS, body)
+    assert code == 201
+    return raw
+
+
+@pytest.mark.parametrize(("content_type", "lease", "selector"), [
+    ("APPLICATION/merge-patch+json", RESTFUL_415, CUSTOM_415),
+    ("Application/Merge-Patch+JSON", RESTFUL_415, CUSTOM_415),
+    (";application/merge-patch+json", RESTFUL_415, CUSTOM_415),
+    ("application/merge-patch+json ;charset=utf-8", BUILTIN_415, CUSTOM_415),
+    ("application/merge-patch+json,text/plain", BUILTIN_415, CUSTOM_415),
+    ("text/plain", RESTFUL_415, CUSTOM_415),
+    ("application/strategic-merge-patch+json", None, CUSTOM_415),
+])
+async def test_the_patch_type_is_matched_exactly(ns: Raw, content_type: str, lease: str | None,
+                                                 selector: str) -> None:
+    for path, message in ((f"{LEASES}/l1", lease), (f"{ESELS}/es1", selector)):
+        code, body, _ = await ns.request("PATCH", path, LABEL, content_type, dryRun="All")
+        if message is None:
+            assert code == 200, body
+        else:
+            assert (code, body["reason"], body["message"]) == (415, "UnsupportedMediaType",
+                                                               message)
+
+
+@pytest.mark.parametrize("content_type", ["application/merge-patch+json;",
+                                          "application/merge-patch+json; charset=utf-8"])
+async def test_parameters_after_the_patch_type_are_ignored(ns: Raw, content_type: str) -> None:
+    code, body, _ = await ns.request("PATCH", f"{LEASES}/l1", LABEL, content_type, dryRun="All")
+    assert (code, body["metadata"]["labels"]) == (200, {"x": "y"})
+
+
+async def test_the_415_comes_first(ns: Raw) -> None:
+    code, body, _ = await ns.request("PATCH", f"{LEASES}/nope", LABEL, "text/plain", dryRun="x")
+    assert (code, body["message"]) == (415, RESTFUL_415)
+    code, body, _ = await ns.request("PATCH", f"{ESELS}/nope", LABEL, "text/plain", dryRun="x")
+    assert (code, body["message"]) == (415, CUSTOM_415)
