@@ -112,7 +112,9 @@ async def test_field_manager_is_validated_and_required_for_apply(raw: Raw) -> No
     assert code == 422 and body["message"] == (
         'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required '
         "for apply patch")
-    code, applied, _ = await raw.request("PATCH", PODS + "/p", b"metadata:\n  labels: {a: b}\n",
+    code, applied, _ = await raw.request("PATCH", PODS + "/p",
+                                         b"apiVersion: v1\nkind: Pod\n"
+                                         b"metadata:\n  labels: {a: b}\n",
                                          content_type="application/apply-patch+yaml",
                                          fieldManager="applier")
     assert code == 200

@@ -59,7 +59,7 @@ def apply_patch(
     media = patch_type(content_type, rt)
     applied = media == APPLY_PATCH
     if applied:
-        patch = _decode_yaml(patch_body)
+        patch = _decode_applied(patch_body, rt)
         media = MERGE_PATCH if rt.is_custom else STRATEGIC_MERGE_PATCH
     else:
         patch = _decode_json(patch_body)
@@ -165,6 +165,34 @@ def _decode_json(body: bytes) -> Any:
         return gojson.loads(body)
     except ValueError as exc:
         raise PatchError(400, "BadRequest", f"error decoding patch: {exc}") from exc
+
+
+def _decode_applied(body: bytes, rt: ResourceType) -> dict[str, Any]:
+    """An apply patch's document, read into a map as ``applyPatcher`` reads it (null is an
+    empty one), of exactly ``rt``'s type (``versionCheckManager``, a 400 otherwise)."""
+    patch = _decode_yaml(body)
+    if patch is None:
+        patch = {}
+    if not isinstance(patch, dict):
+        raise PatchError(400, "BadRequest", "error decoding YAML: error unmarshaling JSON: "
+                         "while decoding JSON: " + _cannot_unmarshal(patch, _GO_MAP))
+    gvk = _group_version_kind(patch)
+    if gvk != (rt.group, rt.version, rt.kind):
+        group, version, kind = gvk
+        raise PatchError(400, "BadRequest", f"invalid object type: {group}/{version}, "
+                         f"Kind={kind}")
+    return patch
+
+
+def _group_version_kind(obj: dict[str, Any]) -> tuple[str, str, str]:
+    """Unstructured's ``GroupVersionKind()``: a field that is no string reads as "", and an
+    apiVersion ``schema.ParseGroupVersion`` refuses (two slashes) empties all three."""
+    api_version, kind = (value if isinstance(value := obj.get(key), str) else ""
+                         for key in ("apiVersion", "kind"))
+    if api_version.count("/") > 1:
+        return "", "", ""
+    group, _, version = api_version.rpartition("/")
+    return group, version, kind
 
 
 def _decode_yaml(body: bytes) -> Any:
