@@ -4,7 +4,8 @@ Installed with pytest's ``monkeypatch`` on :class:`KubeClient` (every instance i
 process): rules see each request's method and path before it is sent and after its answer came
 back, so a test can lose a response *after* the server acted, hang only Lease requests, refuse
 connections as a dead API server would, or cut one resource's watches into a gap. Everything
-else still goes over real HTTP to the embedded server.
+else still goes over real HTTP to the API server under test: as the faults sit in the client,
+the tests that use only these run on a real cluster too (no ``embedded_only`` mark).
 """
 
 from __future__ import annotations

@@ -34,8 +34,6 @@ from tests.integration.support import (
     wait_until,
 )
 
-pytestmark = pytest.mark.embedded_only(
-    reason="fault injection: 5xx answers, an API server that is down, requests that hang")
 DISCOVERY = "/apis/slicectl.io/v1alpha1"
 
 

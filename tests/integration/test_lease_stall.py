@@ -28,9 +28,6 @@ from tests.integration.support import (
     wait_until,
 )
 
-pytestmark = pytest.mark.embedded_only(
-    reason="fault injection: Lease requests stalled past the renew deadline")
-
 
 async def test_lease_stall_parks_the_replica_and_it_recovers(
     cluster: Cluster, monkeypatch: pytest.MonkeyPatch

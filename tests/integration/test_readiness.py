@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 import structlog
 
+from slicectl.kube.errors import ServerError
+from tests.integration.client_faults import ClientFaults
 from tests.integration.conftest import Cluster
 from tests.integration.support import (
     ESEL,
@@ -19,6 +22,8 @@ from tests.integration.support import (
     slices_of,
     wait_until,
 )
+
+DISCOVERY = re.compile(r"/api/v1|/apis/[^/]+/[^/]+")  # a group version's APIResourceList
 
 
 async def test_ready_with_no_selectors_at_all(cluster: Cluster) -> None:
@@ -51,18 +56,24 @@ async def test_ready_only_after_the_first_sync_wrote_the_slices(cluster: Cluster
         assert sum(len(s["endpoints"]) for s in slices) == 1, "ready before the first sync"
 
 
-@pytest.mark.embedded_only(reason="fault injection: discovery answered 503")
-async def test_not_ready_while_the_selector_api_could_not_be_looked_up(cluster: Cluster) -> None:
+async def test_not_ready_while_the_selector_api_could_not_be_looked_up(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A failed look-up (a 5xx, no answer: the API server down at start) says nothing about
     whether the selector API is served. It let the caches count as synced without the
     selectors, so /readyz said ready, and 'initial sync done' came, before any selector was
     listed, let alone synced; only an API found unserved may leave them behind."""
     c = cluster
-    assert c.server is not None
     await ensure_node(c.client, "node-a", "zone-a")
     await create_pod(c.client, c.namespace, "web-0", "10.8.1.1", {"app": "web"})
     await c.client.create(ESEL, selector_body("web", {"app": "web"}), c.namespace)
-    c.server.faults.discovery_error_rate = 1.0
+    discovery_fails = [True]
+
+    async def discovery_503(method: str, path: str) -> None:
+        if discovery_fails[0] and method == "GET" and DISCOVERY.fullmatch(path):
+            raise ServerError(503, "ServiceUnavailable", "injected: discovery failed")
+
+    ClientFaults(monkeypatch).before.append(discovery_503)
     opts = options(c.kubeconfig, c.namespace)
     opts = dataclasses.replace(
         opts, controller=dataclasses.replace(opts.controller, api_retry_period=0.2))
@@ -79,7 +90,7 @@ async def test_not_ready_while_the_selector_api_could_not_be_looked_up(cluster: 
                              what="pods, nodes, slices listed; two failed look-ups")
             assert not controller.caches_synced.is_set()
             assert not run.health.ready
-            c.server.faults.discovery_error_rate = 0.0
+            discovery_fails[0] = False
 
             async def ready() -> bool:
                 return run.health.ready

@@ -28,9 +28,6 @@ from tests.integration.support import (
     wait_until,
 )
 
-pytestmark = pytest.mark.embedded_only(
-    reason="fault injection: a non-JSON 200 body on the Lease")
-
 
 async def _endpoints(c: Cluster) -> int:
     return sum(len(s["endpoints"]) for s in await slices_of(c.client, c.namespace, "web"))
