@@ -1,6 +1,11 @@
 """TLS verification is on by default; skipping it is explicit and warned about; the bearer token
 never shows up in logs or error texts, even when a server or proxy echoes it back, and is never
 sent over plain HTTP; a client certificate from an exec plugin is renewed once refused.
+
+The TLS checks talk to the API server under test (a real cluster's certificate is no more
+trusted by the system CAs than the embedded server's); the others to a small server of their
+own playing a broken proxy, an ``http://`` server or a client-certificate authenticator, so
+they run the same wherever the suite runs.
 """
 
 from __future__ import annotations
@@ -32,11 +37,10 @@ from slicectl.cli.main import build_parser
 from slicectl.cli.run import options_from_args
 from slicectl.kube.client import KubeClient
 from slicectl.kube.resources import NAMESPACES, PODS
-from slicectl.sim.server import EmbeddedApiServer
 from slicectl.sim.tls import make_certificates, server_context
+from tests.integration.conftest import Cluster
+from tests.integration.credentials import server_ca_and_address, valid_token
 
-pytestmark = pytest.mark.embedded_only(
-    reason="fault injection: a server that echoes the bearer token back")
 TOKEN = "s3cr3t-T0KEN-that-must-never-leak-0123456789"
 
 
@@ -58,47 +62,47 @@ def _kubeconfig(path: Path, server: str, *, ca_data: str | None = None,
     return str(path)
 
 
-def _sim_token_and_ca(srv: EmbeddedApiServer) -> tuple[str, str]:
-    config = yaml.safe_load(Path(srv.kubeconfig_path).read_text())
-    return (config["users"][0]["user"]["token"],
-            config["clusters"][0]["cluster"]["certificate-authority-data"])
+async def _url_and_token(api: Cluster) -> tuple[str, str]:
+    """The URL of the API server under test and a token it accepts for its pods."""
+    _, host, port = server_ca_and_address(api.kubeconfig)
+    return f"https://{host}:{port}", await valid_token(api)
 
 
-async def test_tls_is_verified_by_default(srv: EmbeddedApiServer, tmp_path: Path) -> None:
-    token, _ = _sim_token_and_ca(srv)
-    # No CA for the server's self-signed certificate: the system CAs do not trust it.
-    path = _kubeconfig(tmp_path / "kc", srv.url, token=token)
+async def test_tls_is_verified_by_default(api: Cluster, tmp_path: Path) -> None:
+    url, token = await _url_and_token(api)
+    # No CA for the server's certificate (its cluster's own CA): the system CAs do not trust it.
+    path = _kubeconfig(tmp_path / "kc", url, token=token)
     async with await KubeClient.connect(path) as client:
         with pytest.raises((aiohttp.ClientConnectorCertificateError, ssl.SSLError)):
-            await client.list(NAMESPACES)
+            await client.list(PODS, api.namespace)
 
 
 async def test_skip_verify_flag_works_and_warns(
-    srv: EmbeddedApiServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    api: Cluster, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    token, _ = _sim_token_and_ca(srv)
-    path = _kubeconfig(tmp_path / "kc", srv.url, token=token)
+    url, token = await _url_and_token(api)
+    path = _kubeconfig(tmp_path / "kc", url, token=token)
     opts = options_from_args(build_parser().parse_args(
         ["run", "--kubeconfig", path, "--insecure-skip-tls-verify"]))
     assert opts.insecure_skip_tls_verify
     with structlog.testing.capture_logs() as logs, caplog.at_level(logging.WARNING):
         client = await KubeClient.connect(path, insecure_skip_tls_verify=True)
     async with client:
-        await client.list(NAMESPACES)
+        await client.list(PODS, api.namespace)
     assert _warned(logs, caplog), "skipping TLS verification must log a warning"
     default = options_from_args(build_parser().parse_args(["run"]))
     assert not default.insecure_skip_tls_verify
 
 
 async def test_kubeconfig_insecure_skip_tls_verify_is_honoured_with_a_warning(
-    srv: EmbeddedApiServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    api: Cluster, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    token, _ = _sim_token_and_ca(srv)
-    path = _kubeconfig(tmp_path / "kc", srv.url, token=token, insecure=True)
+    url, token = await _url_and_token(api)
+    path = _kubeconfig(tmp_path / "kc", url, token=token, insecure=True)
     with structlog.testing.capture_logs() as logs, caplog.at_level(logging.WARNING):
         client = await KubeClient.connect(path)
     async with client:
-        await client.list(NAMESPACES)
+        await client.list(PODS, api.namespace)
     assert _warned(logs, caplog)
 
 
