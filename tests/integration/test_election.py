@@ -22,6 +22,7 @@ from slicectl.election.lease import LeaderElector
 from slicectl.kube.client import ClientSettings, KubeClient
 from slicectl.kube.resources import LEASES
 from slicectl.model.timefmt import micro_time
+from tests.integration.client_faults import ClientFaults
 from tests.integration.conftest import Cluster
 from tests.integration.support import (
     ESEL,
@@ -201,9 +202,8 @@ async def test_leader_that_cannot_renew_steps_down_before_expiry(
     assert a.events[:2] == ["started", "stopped"]
 
 
-@pytest.mark.embedded_only(reason="fault injection: every Lease request answered late")
 async def test_slow_lease_round_trips_under_the_renew_deadline_keep_the_leader(
-    api: Cluster, stack: AsyncExitStack
+    api: Cluster, stack: AsyncExitStack, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A loaded API server answering each Lease request in 0.7 s, half the renew deadline:
     client-go keeps leading (each renew round has the whole deadline to itself). Counting the
@@ -211,8 +211,12 @@ async def test_slow_lease_round_trips_under_the_renew_deadline_keep_the_leader(
     stepped down and took its own Lease again, over and over."""
     a = await candidate(api, stack, "a")
     await wait_for(lambda: a.elector.is_leader)
-    assert api.server is not None
-    api.server.faults.resource_latency["leases"] = 0.7
+
+    async def slow_lease(method: str, path: str) -> None:
+        if "/leases" in path:
+            await asyncio.sleep(0.7)
+
+    ClientFaults(monkeypatch).before.append(slow_lease)
     writable = samples = 0
     for _ in range(200):  # 4 s: about four renewals
         await asyncio.sleep(0.02)

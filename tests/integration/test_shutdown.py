@@ -18,6 +18,7 @@ import pytest
 
 from slicectl.election.lease import LeaderElector
 from slicectl.kube.resources import LEASES
+from tests.integration.client_faults import ClientFaults
 from tests.integration.conftest import Cluster
 from tests.integration.support import (
     ESEL,
@@ -31,9 +32,13 @@ from tests.integration.support import (
 )
 from tests.reliability.procs import Election, Replica
 
-pytestmark = pytest.mark.embedded_only(reason="fault injection: every Lease request answered late")
-
 LEASE_NAME = "slicectl-shutdown"
+
+
+async def slow_lease(method: str, path: str) -> None:
+    """Lease round trips of 2.6 s (a ClientFaults rule)."""
+    if "/leases" in path:
+        await asyncio.sleep(2.6)
 
 
 async def _holder(c: Cluster) -> str:
@@ -42,14 +47,13 @@ async def _holder(c: Cluster) -> str:
 
 
 async def test_a_slow_lease_api_still_gets_the_lease_released_at_shutdown(
-    cluster: Cluster,
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Lease round trips of 2.6 s, well inside the 10 s renew deadline: the replica keeps leading
     through them, and at shutdown it must still hand the Lease back (a read and a write, 5.2 s),
     as client-go's release has the renew deadline for it. A release capped at 5 s, and waiting
     first for the renewal in flight, left the holder set: the standby waited out the lease."""
     c = cluster
-    assert c.server is not None
     await ensure_node(c.client, "node-a", "zone-a")
     await create_pod(c.client, c.namespace, "web-0", "10.70.0.1", {"app": "web"})
     await c.client.create(ESEL, selector_body("web", {"app": "web"}), c.namespace)
@@ -66,7 +70,7 @@ async def test_a_slow_lease_api_still_gets_the_lease_released_at_shutdown(
         elector = run.controller.gate
         assert isinstance(elector, LeaderElector)
         slow_from = time.monotonic()
-        c.server.faults.resource_latency["leases"] = 2.6
+        ClientFaults(monkeypatch).before.append(slow_lease)
 
         async def renewed_through_the_latency() -> bool:
             renewed = elector._renewed_at
@@ -74,26 +78,31 @@ async def test_a_slow_lease_api_still_gets_the_lease_released_at_shutdown(
 
         await wait_until(renewed_through_the_latency, what="a renewal through the latency")
         assert elector.check_leading()
-    c.server.faults.resource_latency.clear()
+    monkeypatch.undo()  # the Lease requests of the release were slow too; the test's are not
     spec = (await c.client.get(LEASES, LEASE_NAME, c.namespace))["spec"]
     assert spec["holderIdentity"] == "", spec
     assert spec["leaseDurationSeconds"] == 1
 
 
 async def test_a_lease_won_by_a_write_whose_answer_never_came_is_released(
-    cluster: Cluster,
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """SIGTERM while the standby's takeover write is out (it landed; its answer is slow): the
     shutdown abandons that attempt, so the replica never learns it holds the Lease. The release
     must read the Lease to find out, or the next replica waits out a lease nobody renews."""
     c = cluster
-    assert c.server is not None
     await c.client.create(LEASES, {
         "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
         "metadata": {"name": LEASE_NAME, "namespace": c.namespace},
         "spec": {"holderIdentity": "gone", "leaseDurationSeconds": 1},
     }, c.namespace)
-    c.server.faults.answer_latency["leases"] = 60.0  # writes land; their answers are held
+    held = [True]
+
+    async def hold_lease_answers(method: str, path: str) -> None:
+        if held[0] and method in ("POST", "PUT") and "/leases" in path:
+            await asyncio.sleep(60.0)  # the write landed; its answer is held
+
+    ClientFaults(monkeypatch).after.append(hold_lease_answers)
     opts = options(c.kubeconfig, c.namespace, leader_elect=True, lease_namespace=c.namespace,
                    lease_name=LEASE_NAME, lease_duration=3.0, renew_deadline=2.0,
                    retry_period=0.25, identity="replica-b")
@@ -103,12 +112,14 @@ async def test_a_lease_won_by_a_write_whose_answer_never_came_is_released(
             return await _holder(c) == "replica-b"
 
         await wait_until(landed, what="the takeover write lands")
-        c.server.faults.answer_latency.clear()  # the release's own write is answered at once
+        held[0] = False  # the release's own write is answered at once
         gate = run.controller.gate
         assert isinstance(gate, LeaderElector) and not gate.is_leader  # its answer is held
     assert await _holder(c) == ""
 
 
+@pytest.mark.embedded_only(
+    reason="fault injection: every Lease request of a slicectl process answered late")
 async def test_a_second_signal_ends_a_slow_shutdown_at_once_with_code_1(
     cluster: Cluster, tmp_path: Path,
 ) -> None:
