@@ -2,18 +2,22 @@
 
 A status write is an API write: it is made when the Ready condition or ``observedGeneration``
 changes, and a change of the counts alone is written at most once per
-``--status-update-period``. Status writes are counted on the server (PATCHes of the status
-subresource), so these tests need the embedded server.
+``--status-update-period``. Status writes are counted where the controller sends them, at its
+client (ClientFaults: PATCHes of the status subresource that the server answered), so these
+tests run on a real cluster too.
 """
 
 from __future__ import annotations
 
+import asyncio
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
 from slicectl.controller.routing import selector_key
 from slicectl.model.apis import SLICECTL
+from tests.integration.client_faults import ClientFaults
 from tests.integration.conftest import Cluster
 from tests.integration.support import (
     ESEL,
@@ -29,12 +33,34 @@ from tests.integration.support import (
 
 WEB = {"app": "web"}
 PERIOD = 60.0  # --status-update-period: no count-only write is due within a test
-STATUS_PATCH = ("PATCH", "slicectl.io", "endpointselectors", "status", 200)
 
 
-def status_writes(c: Cluster) -> int:
-    assert c.server is not None
-    return c.server.counts().get(STATUS_PATCH, 0)
+@dataclass
+class StatusWrites:
+    answered: int = 0  # PATCHes of a selector's status that the server answered
+    latency: float = 0.0  # seconds each one is held before it is sent
+
+
+@pytest.fixture
+def status_writes(monkeypatch: pytest.MonkeyPatch) -> StatusWrites:
+    """The status writes of every client in the test process (the controller's)."""
+    writes = StatusWrites()
+    faults = ClientFaults(monkeypatch)
+
+    def is_status_write(method: str, path: str) -> bool:
+        return method == "PATCH" and "/endpointselectors/" in path and path.endswith("/status")
+
+    async def hold(method: str, path: str) -> None:
+        if is_status_write(method, path) and writes.latency:
+            await asyncio.sleep(writes.latency)
+
+    async def count(method: str, path: str) -> None:
+        if is_status_write(method, path):
+            writes.answered += 1
+
+    faults.before.append(hold)
+    faults.after.append(count)
+    return writes
 
 
 async def status(c: Cluster) -> dict[str, Any]:
@@ -43,8 +69,7 @@ async def status(c: Cluster) -> dict[str, Any]:
 
 
 async def written(c: Cluster, running: Running, generation: int) -> bool:
-    """The status of ``generation`` is on the server and its write was answered, so counted
-    (the server counts a write just before its answer, after its watch event went out)."""
+    """The status of ``generation`` is on the server and its write was answered, so counted."""
     key = selector_key(SLICECTL, c.namespace, "web")
     return (not running.controller.status.pending(key)
             and (await status(c)).get("observedGeneration") == generation)
@@ -55,15 +80,13 @@ async def endpoints(c: Cluster) -> int:
                                                                       "web"))
 
 
-@pytest.mark.embedded_only(reason="fault injection: status writes answered late")
 async def test_a_status_write_in_flight_is_not_written_again_by_the_next_sync(
-    cluster: Cluster,
+    cluster: Cluster, status_writes: StatusWrites,
 ) -> None:
     """A sync that comes while the previous sync's status write is still on its way must judge
     against that write, not against the cache (which cannot show it yet): the condition is
     the same, so the new counts wait for the period instead of a second write at once."""
     c = cluster
-    assert c.server is not None
     await ensure_node(c.client, "node-a", "zone-a")
     for i in range(2):
         await create_pod(c.client, c.namespace, f"web-{i}", f"10.0.0.{i + 1}", WEB)
@@ -71,8 +94,8 @@ async def test_a_status_write_in_flight_is_not_written_again_by_the_next_sync(
     async with running_controller(options(c.kubeconfig, c.namespace,
                                           status_update_period=PERIOD)) as running:
         await wait_until(lambda: written(c, running, 1), what="the status of generation 1")
-        before = status_writes(c)
-        c.server.faults.resource_latency["endpointselectors/status"] = 1.0
+        before = status_writes.answered
+        status_writes.latency = 1.0
         await c.client.patch(ESEL, "web", {"spec": {"ports": [{"targetPort": 8080}]}},
                              c.namespace, patch_type="merge")  # generation 2: written
         await create_pod(c.client, c.namespace, "web-2", "10.0.0.3", WEB)  # counts only
@@ -82,12 +105,13 @@ async def test_a_status_write_in_flight_is_not_written_again_by_the_next_sync(
 
         await wait_until(published, what="3 endpoints")
         await wait_until(lambda: written(c, running, 2), what="the status of generation 2")
-        assert status_writes(c) - before == 1
+        assert status_writes.answered - before == 1
         assert (await status(c))["endpoints"] == 2  # the count waits for its period
 
 
-@pytest.mark.embedded_only(reason="request counting: the server's status writes")
-async def test_counts_alone_are_written_at_most_once_per_period(cluster: Cluster) -> None:
+async def test_counts_alone_are_written_at_most_once_per_period(
+    cluster: Cluster, status_writes: StatusWrites,
+) -> None:
     c = cluster
     await ensure_node(c.client, "node-a", "zone-a")
     await create_pod(c.client, c.namespace, "web-0", "10.0.0.1", WEB)
@@ -96,7 +120,8 @@ async def test_counts_alone_are_written_at_most_once_per_period(cluster: Cluster
                                           status_update_period=PERIOD)) as running:
         await wait_until(lambda: written(c, running, 1), what="the status of generation 1")
         assert (await status(c))["endpoints"] == 1
-        before = status_writes(c)
+        before = status_writes.answered
+        assert before >= 1, "the status of generation 1 was written, so counted"
         for i in range(1, 4):
             await create_pod(c.client, c.namespace, f"web-{i}", f"10.0.0.{i + 1}", WEB)
 
@@ -104,5 +129,5 @@ async def test_counts_alone_are_written_at_most_once_per_period(cluster: Cluster
                 return await endpoints(c) == n
 
             await wait_until(published, what=f"{i + 1} endpoints")
-        assert status_writes(c) == before
+        assert status_writes.answered == before
         assert (await status(c))["endpoints"] == 1
