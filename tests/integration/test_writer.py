@@ -8,6 +8,8 @@ writes, to see which go out together and which wait (the stages of ``write_stage
 
 from __future__ import annotations
 
+import asyncio
+import time
 from typing import Any
 
 import pytest
@@ -19,11 +21,12 @@ from slicectl.model.apis import SLICECTL
 from slicectl.model.parse import parse_selector, parse_slice
 from slicectl.model.records import Endpoint, PodRecord, SelectorRecord, SliceRecord
 from slicectl.reconcile import Plan, Settings, SliceSpec, SliceUpdate, plan
+from tests.integration.client_faults import ClientFaults
 from tests.integration.conftest import Cluster
 from tests.integration.support import ESEL, selector_body
 
 KEY = "slicectl.io/ns/web"
-HOLD = 0.5  # seconds the server holds each EndpointSlice request in the concurrency tests
+HOLD = 0.5  # seconds each EndpointSlice write is held in the concurrency tests (a slow server)
 
 
 def pod(i: int, ready: bool = True, ns: str = "") -> PodRecord:
@@ -31,6 +34,20 @@ def pod(i: int, ready: bool = True, ns: str = "") -> PodRecord:
                      labels={"app": "web"}, phase="Running", pod_ips=(f"10.10.0.{i + 1}",),
                      ready=ready, ready_transition=None, terminating=False, node_name="",
                      hostname="", subdomain="")
+
+
+def held_writes(monkeypatch: pytest.MonkeyPatch) -> dict[str, float]:
+    """From now on, every EndpointSlice write is held ``HOLD`` s before it goes out (at the
+    client, so on any cluster): slice name -> when it went out."""
+    sent: dict[str, float] = {}
+
+    async def hold(method: str, path: str) -> None:
+        if method != "GET" and "/endpointslices/" in path:
+            await asyncio.sleep(HOLD)
+            sent[path.rsplit("/", 1)[1]] = time.monotonic()
+
+    ClientFaults(monkeypatch).before.append(hold)
+    return sent
 
 
 async def selector(c: Cluster) -> SelectorRecord:
@@ -115,46 +132,41 @@ async def test_a_slice_deleted_meanwhile_is_tolerated_on_delete_and_reported_on_
         await writer.apply(KEY, sel, plan(sel, flipped, {}, stale, one), None)
 
 
-@pytest.mark.embedded_only(reason="fault injection: every EndpointSlice request answered late")
-async def test_independent_writes_of_a_plan_go_out_together(cluster: Cluster) -> None:
-    """Three slices to rewrite, each request held 0.5 s by the server: the three are sent at
-    once, so the server acts on them within one hold of each other (one after another, the
-    last would come two holds after the first)."""
+async def test_independent_writes_of_a_plan_go_out_together(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Three slices to rewrite, each request held 0.5 s: the three are sent at once, so they
+    go out within one hold of each other (one after another, the last would go out two holds
+    after the first)."""
     c = cluster
-    assert c.server is not None
     sel = await selector(c)
     writer = SliceWriter(c.client, SliceTracker())
     slices = await _one_pod_slices(c, writer, sel, 3)
     flipped = [pod(i, ready=False, ns=c.namespace) for i in range(3)]
     wanted = plan(sel, flipped, {}, list(slices.values()), Settings(max_endpoints_per_slice=1))
     assert len(wanted.updates) == 3
-    c.server.faults.resource_latency["endpointslices"] = HOLD
-    c.server.faults.record_writes = True
+    sent = held_writes(monkeypatch)
     result = await writer.apply(KEY, sel, wanted, None)
     assert len(result.updated) == 3
-    acted = [w.at for w in c.server.faults.writes if w.resource == "endpointslices"]
+    acted = list(sent.values())
     assert len(acted) == 3 and max(acted) - min(acted) < HOLD, acted
     for s in slices.values():
         live = parse_slice(await c.client.get(ENDPOINTSLICES, s.name, c.namespace))
         assert [e.ready for e in live.endpoints] == [False]
 
 
-@pytest.mark.embedded_only(reason="fault injection: every EndpointSlice request answered late")
 async def test_a_moving_endpoint_is_listed_by_its_new_slice_before_its_old_one_drops_it(
-    cluster: Cluster,
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     c = cluster
-    assert c.server is not None
     sel = await selector(c)
     writer = SliceWriter(c.client, SliceTracker())
     slices = await _one_pod_slices(c, writer, sel, 2)
     old, new = slices["web-0"], slices["web-1"]
     move = Plan(updates=(SliceUpdate(old, _respec(old, ())),
                          SliceUpdate(new, _respec(new, (*new.endpoints, *old.endpoints)))))
-    c.server.faults.resource_latency["endpointslices"] = HOLD
-    c.server.faults.record_writes = True
+    acted = held_writes(monkeypatch)
     await writer.apply(KEY, sel, move, None)
-    acted = {w.name: w.at for w in c.server.faults.writes if w.resource == "endpointslices"}
     # the drop was sent only once the addition was answered, so it was held after it
     assert acted[old.name] - acted[new.name] >= 0.9 * HOLD, acted
     live = parse_slice(await c.client.get(ENDPOINTSLICES, new.name, c.namespace))
