@@ -3,7 +3,8 @@
 Installed with pytest's ``monkeypatch`` on :class:`KubeClient` (every instance in the test
 process): rules see each request's method and path before it is sent and after its answer came
 back, so a test can lose a response *after* the server acted, hang only Lease requests, refuse
-connections as a dead API server would, or cut one resource's watches into a gap. Everything
+connections as a dead API server would, or cut one resource's watches into a gap (ending, if
+asked, in the 410 a server answers once its history no longer reaches back). Everything
 else still goes over real HTTP to the API server under test: as the faults sit in the client,
 the tests that use only these run on a real cluster too (no ``embedded_only`` mark).
 """
@@ -18,6 +19,7 @@ import aiohttp
 import pytest
 
 from slicectl.kube.client import KubeClient
+from slicectl.kube.errors import Gone
 from slicectl.kube.resources import Resource
 from slicectl.kube.watch import WatchEvent
 
@@ -30,6 +32,7 @@ class ClientFaults:
         self.after: list[Rule] = []  # run after the server answered (raise: response lost)
         self.down = False  # every request and watch fails with a connection error
         self.watch_gaps: dict[str, asyncio.Event] = {}  # plural -> set when the gap ends
+        self.gone_after_gap: set[str] = set()  # plurals whose next watch is answered 410
         orig_request = KubeClient.request
         orig_watch = KubeClient.watch
         faults = self
@@ -52,6 +55,9 @@ class ClientFaults:
             gap = faults.watch_gaps.get(res.plural)
             if gap is not None:
                 await gap.wait()  # no watch of this resource until the gap ends
+            if res.plural in faults.gone_after_gap:
+                faults.gone_after_gap.discard(res.plural)
+                raise Gone(410, "Expired", "injected: too old resource version")
             stream = orig_watch(self, res, *args, **kw)
             try:
                 async for event in stream:
@@ -70,7 +76,11 @@ class ClientFaults:
         """From now on, watches of ``plural`` end at their next event and do not restart."""
         self.watch_gaps[plural] = asyncio.Event()
 
-    def close_gap(self, plural: str) -> None:
+    def close_gap(self, plural: str, *, gone: bool = False) -> None:
+        """Watches of ``plural`` flow again; with ``gone``, the first one is answered 410, as
+        a server answers a resourceVersion older than its history (the informer relists)."""
+        if gone:
+            self.gone_after_gap.add(plural)
         gap = self.watch_gaps.pop(plural, None)
         if gap is not None:
             gap.set()

@@ -5,9 +5,14 @@ that slice; the gap ends in 410 Gone and a relist that does not show the slice (
 deletion: the cache never had it). And: someone deletes a new slice after its watch event and
 before slicectl's create is answered. Either way the selector must not wait for a slice that no
 longer exists.
+
+The gaps, the 410 and the held answers are injected at the controller's client, so the tests
+run on a real cluster too.
 """
 
 from __future__ import annotations
+
+import asyncio
 
 import pytest
 
@@ -26,8 +31,6 @@ from tests.integration.support import (
     wait_until,
 )
 
-pytestmark = pytest.mark.embedded_only(
-    reason="fault injection: a watch gap ending in 410, answers held after the write")
 HTTP = [{"name": "http", "protocol": "TCP", "targetPort": "http"}]
 
 
@@ -41,7 +44,6 @@ async def test_slice_deleted_in_a_watch_gap_ending_in_410_does_not_wedge_the_sel
     cluster: Cluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     c = cluster
-    assert c.server is not None
     await _web_with_one_pod(c)
     faults = ClientFaults(monkeypatch)
     async with running_controller(options(c.kubeconfig, c.namespace, batch_period=0.0)):
@@ -58,15 +60,14 @@ async def test_slice_deleted_in_a_watch_gap_ending_in_410_does_not_wedge_the_sel
         for s in await slices_of(c.client, c.namespace, "web"):
             if any(ep["targetRef"]["name"] == "web-1" for ep in s["endpoints"]):
                 await c.client.delete(ENDPOINTSLICES, s["metadata"]["name"], c.namespace)
-        c.server.faults.compact()  # the gap ends in 410 Gone: the informer must relist
-        faults.close_gap("endpointslices")
+        faults.close_gap("endpointslices", gone=True)  # the informer must relist
 
         await wait_until(listing(c.client, c.namespace, "web", {"web-0", "web-1"}),
                          what="the deleted slice recreated after the relist")
 
 
 async def test_a_slice_deleted_before_the_answer_to_its_create_does_not_wedge_the_selector(
-    cluster: Cluster,
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A real server sends a write's watch event before its answer; someone else may delete
     the new slice in between (a person, a garbage collector). Recording the create once its
@@ -74,11 +75,17 @@ async def test_a_slice_deleted_before_the_answer_to_its_create_does_not_wedge_th
     expectation expired, minutes later (a flake of the reliability suite's vandal, under CI
     load). Held answers make the window wide here."""
     c = cluster
-    assert c.server is not None
     await _web_with_one_pod(c)
+    held = [0]  # creates whose answer was held
+
+    async def hold_create_answers(method: str, path: str) -> None:
+        if method == "POST" and path.endswith("/endpointslices"):
+            held[0] += 1
+            await asyncio.sleep(1.0)  # it landed, its watch event went out; its answer waits
+
     async with running_controller(options(c.kubeconfig, c.namespace, batch_period=0.0)):
         await wait_until(listing(c.client, c.namespace, "web", {"web-0"}), what="initial sync")
-        c.server.faults.answer_latency["endpointslices"] = 1.0
+        ClientFaults(monkeypatch).after.append(hold_create_answers)
         # A pod without the named port goes to a slice of its own port set: a create.
         await create_pod(c.client, c.namespace, "web-1", "10.80.0.2", {"app": "web"},
                          port_name="metrics")
@@ -92,8 +99,8 @@ async def test_a_slice_deleted_before_the_answer_to_its_create_does_not_wedge_th
 
         await wait_until(created, what="the second slice created", interval=0.005)
         await c.client.delete(ENDPOINTSLICES, doomed[0], c.namespace)  # before the answer
-        assert c.server.faults.injected.get("answer_latency"), "the answer was held"
-        c.server.faults.answer_latency.clear()
+        assert held[0], "the answer was held"
+        monkeypatch.undo()
 
         await wait_until(listing(c.client, c.namespace, "web", {"web-0", "web-1"}),
                          what="the deleted slice recreated")
