@@ -1,9 +1,11 @@
 """Informer over real HTTPS: paginated sync, watch, bookmarks, relist-with-diff after compaction,
 dropped and stalled watches, malformed objects.
 
-Sync, watch and bookmarks run on a real cluster too (LIST pages are counted by the reader's own
-client); the others need the embedded server's faults. Test pods name a scheduler that does not
-exist, so on a cluster with a scheduler and kubelets nothing else writes to them.
+Sync, watch, bookmarks, dropped and stalled watches and the relist after a 410 run on a real
+cluster too (LIST pages are counted by the reader's own client, watches are broken by the wire
+proxy, the 410 comes from the reader's client); the malformed lines need the embedded server.
+Test pods name a scheduler that does not exist, so on a cluster with a scheduler and kubelets
+nothing else writes to them.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import pytest
 
 from slicectl.cache.informer import Informer
 from slicectl.kube.client import KubeClient
+from slicectl.kube.errors import Gone
 from slicectl.kube.resources import NAMESPACES, PODS
 from slicectl.kube.watch import WatchEvent
 from slicectl.model.parse import parse_pod
@@ -51,13 +54,24 @@ class Recorder:
 
 
 class GatedClient(KubeClient):
-    """A client whose new watches wait for ``gate``: lets a test make the informer miss events."""
+    """A client whose new watches wait for ``gate``: lets a test make the informer miss events;
+    with ``gone``, the next watch is answered 410, as once the server's history no longer
+    reaches back to the informer's resourceVersion."""
 
     gate: asyncio.Event
+    gone: bool
+    held: int  # watches waiting for the gate
     requests: ClientRequests
 
     async def watch(self, *args: Any, **kwargs: Any) -> AsyncGenerator[WatchEvent, None]:
-        await self.gate.wait()
+        self.held += 1
+        try:
+            await self.gate.wait()
+        finally:
+            self.held -= 1
+        if self.gone:
+            self.gone = False
+            raise Gone(410, "Expired", "injected: too old resource version")
         async for event in super().watch(*args, **kwargs):
             yield event
 
@@ -100,6 +114,8 @@ async def reader(
     client.requests = requests
     client.gate = asyncio.Event()
     client.gate.set()
+    client.gone = False
+    client.held = 0
     async with client:
         yield client
 
@@ -211,21 +227,22 @@ async def test_bookmarks_advance_resource_version(
     assert ("add", "elsewhere") not in rec.events
 
 
-@pytest.mark.embedded_only(reason="fault injection: dropped watches and a forced compaction")
-async def test_relist_after_compaction_emits_exactly_the_missed_changes(
-    api: Cluster, reader: GatedClient, writer: KubeClient,
+async def test_relist_after_a_410_emits_exactly_the_missed_changes(
+    api: Cluster, reader: GatedClient, writer: KubeClient, wire: WireProxy | None,
     informer: tuple[Informer[PodRecord], Recorder],
 ) -> None:
+    """The watch ends and the informer's next one waits; meanwhile pods change, then the
+    history is gone (410): the relist's diff must be exactly the changes missed."""
     inf, rec = informer
-    srv, ns = server_of(api), api.namespace
+    ns = api.namespace
     reader.gate.clear()
-    srv.faults.drop_watches()
-    await wait_for(lambda: not watchers(srv))  # the informer is now waiting to re-watch
+    assert (wire.drop() if wire else server_of(api).faults.drop_watches()) >= 1
+    await wait_for(lambda: reader.held == 1)  # the informer is now waiting to re-watch
     rec.events.clear()
     await writer.create(PODS, unscheduled_pod("added"), ns)
     await writer.patch(PODS, "p1", {"metadata": {"labels": {"app": "changed"}}}, ns)
     await writer.delete(PODS, "p2", ns)
-    srv.faults.compact()
+    reader.gone = True
     reader.gate.set()  # re-watch from the old resourceVersion: 410, relist, diff
     await wait_for(lambda: inf.stats.relists == 1 and len(rec.events) >= 3)
     await asyncio.sleep(0.3)  # nothing else may follow
