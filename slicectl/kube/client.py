@@ -2,13 +2,16 @@
 
 It decides the wire behaviour every caller shares: the client-side rate limit (one
 :class:`~slicectl.kube.ratelimit.RequestLimit`; a watch takes one token for its initial
-request only), typed errors, resends where the server asks for them (a 429 or any 5xx with a
-``Retry-After`` in seconds: sleep for it, at most ``MAX_RETRY_AFTER``, and resend, for every
-verb, at most ``MAX_RESENDS`` times, as client-go's ``checkWait``; each resend is reported to
-the ``on_retry`` hook, as client-go counts its retries; a 5xx without it is the caller's to
-retry), one credential refresh and retry on a 401, lists streamed page by page (what a LIST asks is
-:mod:`slicectl.kube.paging`'s), and watch streams read line by line with an inactivity
-watchdog (:mod:`slicectl.kube.watch`).
+request only), typed errors, resends (below), one credential refresh and retry on a 401, lists
+streamed page by page (what a LIST asks is :mod:`slicectl.kube.paging`'s), and watch streams
+read line by line with an inactivity watchdog (:mod:`slicectl.kube.watch`).
+
+Resends, as client-go's ``rest.Request`` makes them, at most ``MAX_RESENDS`` of one request,
+each through the rate limiter and reported to the ``on_retry`` hook (client-go counts its
+retries): where the server asks for one (a 429 or any 5xx with a ``Retry-After`` in seconds:
+sleep for it, at most ``MAX_RETRY_AFTER``, for every verb, as ``checkWait``; a 5xx without it
+is the caller's to retry), and a GET 1 s after its connection was reset or closed before the
+answer (client-go resends only GETs so: a write may have been applied).
 
 Connection failures are not wrapped: callers see ``aiohttp.ClientError`` / ``OSError`` /
 ``TimeoutError``. A stalled watch raises :class:`~slicectl.kube.errors.WatchStalled`.
@@ -50,15 +53,16 @@ from slicectl.kube.lean import decode_body
 from slicectl.kube.paging import ListPage, collect, read_pages, selectors
 from slicectl.kube.ratelimit import RateLimitHook, RequestLimit
 from slicectl.kube.resources import Resource, request_labels
-from slicectl.kube.transport import Transport
+from slicectl.kube.transport import Transport, broke_before_answer
 from slicectl.kube.watch import MAX_LINE_BYTES, LineDecoder, WatchEvent, read_lines
 
 RequestHook = Callable[[str, str, int, float], None]  # (verb, resource, status or 0, seconds)
-RetryHook = Callable[[str, str, int], None]  # (verb, resource, status): resent after Retry-After
+RetryHook = Callable[[str, str, int], None]  # (verb, resource, status or 0): to be resent
 Guard = Callable[[], None]  # raises to stop a request before it is sent
 
 MAX_RESENDS = 10  # client-go's maxRetries: resends of one request the server asked for
 MAX_RETRY_AFTER = 60.0  # seconds: the longest Retry-After obeyed (a proxy may say an hour)
+RESEND_AFTER_BREAK = 1.0  # seconds before a GET whose connection broke goes again (client-go's)
 _JSON = "application/json"
 _META_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 _META_ONE = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
@@ -341,9 +345,13 @@ class KubeClient:
                     status = resp.status
                     error = await self._error(resp, raw) if status >= 300 else None
                     wait = resend_wait(status, resp.headers.get("Retry-After"))
-            except (aiohttp.ClientError, TimeoutError):
+            except (aiohttp.ClientError, TimeoutError) as exc:
                 self._report(method, path, False, 0, started)
-                raise
+                if method != "GET" or not broke_before_answer(exc) or resent == MAX_RESENDS:
+                    raise
+                resent += 1
+                await self._resend_after(method, path, False, 0, RESEND_AFTER_BREAK)
+                continue
             self._report(method, path, False, status, started)
             if error is None:
                 if raw_body:
@@ -351,9 +359,7 @@ class KubeClient:
                 return decode_body(raw) if raw else None
             if wait is not None and resent < MAX_RESENDS:
                 resent += 1
-                if self._on_retry is not None:
-                    self._on_retry(*request_labels(method, path, False), status)
-                await asyncio.sleep(min(wait, MAX_RETRY_AFTER))
+                await self._resend_after(method, path, False, status, wait)
                 continue
             if isinstance(error, Unauthorized) and not reauthenticated:
                 reauthenticated = True
@@ -379,6 +385,14 @@ class KubeClient:
 
     def refund_token(self) -> None:
         self._limit.refund()
+
+    async def _resend_after(self, method: str, path: str, watch: bool, status: int,
+                            wait: float) -> None:
+        """Count a resend of what ``status`` answered (0: the connection broke) and wait
+        ``wait`` seconds (at most ``MAX_RETRY_AFTER``) before it."""
+        if self._on_retry is not None:
+            self._on_retry(*request_labels(method, path, watch), status)
+        await asyncio.sleep(min(wait, MAX_RETRY_AFTER))
 
     def _report(self, method: str, path: str, watch: bool, status: int, started: float) -> None:
         self.answers.note(status)

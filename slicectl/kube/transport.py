@@ -12,11 +12,14 @@ its connection breaks before the answer, though the server may have applied it, 
 resends no write that went out (Go's transport replays only GET, HEAD, OPTIONS and TRACE).
 That resend skipped the rate limit, the write gate and the request metrics, and answered the
 caller for itself (a 409, a 404) instead of the lost write: the break is raised as
-:class:`ConnectionLost` instead, which aiohttp does not resend (a GET is still resent).
+:class:`ConnectionLost` instead, which aiohttp does not resend (a GET is still resent, once, at
+once, as Go's transport replays one on a reused connection). :func:`broke_before_answer` tells
+the client which breaks it resends a GET after, as client-go does.
 """
 
 from __future__ import annotations
 
+import errno
 from typing import Any
 
 import aiohttp
@@ -40,6 +43,16 @@ async def _writes_sent_once(request: aiohttp.ClientRequest,
         if request.method == "GET":
             raise
         raise ConnectionLost(f"{request.method} {request.url.path}: {exc!r}") from exc
+
+
+def broke_before_answer(exc: BaseException) -> bool:
+    """The connection was reset or closed before the answer's head came: what client-go resends
+    a GET after (``IsConnectionReset``, ``IsProbableEOF`` on ``client.Do``'s error). Not a
+    refused connection (nobody listens: the server is down), a timeout, or a body cut short
+    once the answer began (client-go reads the body after deciding, and returns that error)."""
+    if isinstance(exc, aiohttp.ServerDisconnectedError):
+        return True
+    return isinstance(exc, aiohttp.ClientOSError) and exc.errno == errno.ECONNRESET
 
 
 class Transport:

@@ -126,9 +126,10 @@ class Metrics:
             ["verb", "resource", "code"], registry=r)
         self.api_request_retries = Counter(
             "slicectl_api_request_retries",
-            "Kubernetes API requests resent after the server's Retry-After (a 429 or 5xx), by "
-            "verb, resource and the status that made them wait (client-go's "
-            "rest_client_request_retries_total); each waited up to 60 s before it",
+            "Kubernetes API requests resent after the server's Retry-After (a 429 or 5xx), or "
+            "GETs resent 1 s after their connection broke (code 0), by verb, resource and the "
+            "status that made them wait (client-go's rest_client_request_retries_total); each "
+            "waited up to 60 s before it",
             ["verb", "resource", "code"], registry=r)
         self.api_request_duration = Histogram(
             "slicectl_api_request_duration_seconds", "Kubernetes API request latency by verb",
@@ -197,7 +198,8 @@ class Metrics:
         self.api_request_duration.labels(verb=verb).observe(seconds)
 
     def api_retry(self, verb: str, resource: str, code: int) -> None:
-        """The kube client's ``on_retry`` hook: a request to be resent after ``Retry-After``."""
+        """The kube client's ``on_retry`` hook: a request to be resent (``code`` 0: its
+        connection broke)."""
         self.api_request_retries.labels(verb=verb, resource=resource, code=str(code)).inc()
 
     def rate_limited(self, background: bool, seconds: float) -> None:

@@ -24,7 +24,7 @@ tokens from older resourceVersions get 410 Expired.
 
 ``restart`` is an API server restart with etcd kept: objects and resourceVersions stay, the watch
 cache starts empty (every resume gets 410), every connection is reset, and for ``down_for``
-seconds every new request is reset too (the listener is not up yet).
+seconds every new request is reset too (the listener is not up yet; ``down`` alone does that).
 
 The server calls four hooks: :meth:`Faults.before_request`, :meth:`Faults.watching` around a
 watch stream, :meth:`Faults.after_request` with the response it is about to send, and
@@ -173,8 +173,13 @@ class Faults:
         self._store.compact()
         self.drop_watches()
         self.reset_connections()
-        self._down_until = time.monotonic() + down_for
+        self.down(down_for)
         self._note("restart")
+
+    def down(self, seconds: float) -> None:
+        """For ``seconds`` from now, reset every new request before it is read, as a server
+        going away does (0: serve them again)."""
+        self._down_until = time.monotonic() + seconds
 
     # -- hooks ------------------------------------------------------------------------------
 

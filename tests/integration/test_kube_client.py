@@ -381,6 +381,47 @@ async def test_a_write_whose_answer_was_lost_is_not_sent_again_unseen(
             await client.get(PODS, "t", ns)
 
 
+@pytest.mark.embedded_only(reason="fault injection: every request reset for a while")
+async def test_a_get_whose_connection_broke_is_resent_and_counted(
+    api: Cluster, ns: str, calls: list[tuple[str, str, int, float]],
+) -> None:
+    """client-go resends a GET whose connection was reset or closed before the answer, 1 s
+    later, up to 10 times, each through the rate limiter and counted as a retry (a paginated
+    LIST goes on from its page, instead of failing back to its first); a write is never resent
+    so (it may have been applied)."""
+    srv = server_of(api)
+    resent: list[tuple[str, str, int]] = []
+
+    def on_request(verb: str, resource: str, status: int, seconds: float) -> None:
+        calls.append((verb, resource, status, time.monotonic()))
+
+    async with await KubeClient.connect(
+        api.kubeconfig, on_request=on_request,
+        on_retry=lambda verb, resource, status: resent.append((verb, resource, status)),
+    ) as c, asyncio.timeout(HANG_GUARD):
+        await c.create(PODS, unscheduled_pod("t"), ns)
+        calls.clear()
+        srv.faults.down(HANG_GUARD)
+        try:
+            with pytest.raises(aiohttp.ClientConnectionError):
+                await c.patch(PODS, "t", {"metadata": {"labels": {"a": "b"}}}, ns)
+            assert [(v, s) for v, _, s, _ in calls] == [("PATCH", 0)] and not resent
+            calls.clear()
+            answer = asyncio.ensure_future(c.get(PODS, "t", ns))
+
+            async def resent_twice() -> bool:
+                return len(resent) >= 2 or answer.done()
+
+            await wait_until(resent_twice, what="two resends")
+        finally:
+            srv.faults.down(0)
+        assert (await answer)["metadata"]["name"] == "t"
+        assert calls[-1][2] == 200 and {s for _, _, s, _ in calls[:-1]} == {0}
+        assert resent == [("GET", "pods", 0)] * (len(calls) - 1)
+        for sent, again in itertools.pairwise(calls):
+            assert again[3] - sent[3] >= 0.9
+
+
 async def test_in_cluster_token_is_reread_after_401(
     api: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
