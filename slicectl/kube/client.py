@@ -2,16 +2,18 @@
 
 It decides the wire behaviour every caller shares: the client-side rate limit (one
 :class:`~slicectl.kube.ratelimit.RequestLimit`; a watch takes one token for its initial
-request only), typed errors, resends (below), one credential refresh and retry on a 401, lists
-streamed page by page (what a LIST asks is :mod:`slicectl.kube.paging`'s), and watch streams
-read line by line with an inactivity watchdog (:mod:`slicectl.kube.watch`).
+request, and one for each resend), typed errors, resends (below), one credential refresh and
+retry on a 401, lists streamed page by page (what a LIST asks is
+:mod:`slicectl.kube.paging`'s), and watch streams read line by line with an inactivity
+watchdog (:mod:`slicectl.kube.watch`).
 
-Resends, as client-go's ``rest.Request`` makes them, at most ``MAX_RESENDS`` of one request,
-each through the rate limiter and reported to the ``on_retry`` hook (client-go counts its
-retries): where the server asks for one (a 429 or any 5xx with a ``Retry-After`` in seconds:
-sleep for it, at most ``MAX_RETRY_AFTER``, for every verb, as ``checkWait``; a 5xx without it
-is the caller's to retry), and a GET 1 s after its connection was reset or closed before the
-answer (client-go resends only GETs so: a write may have been applied).
+Resends, as client-go's ``rest.Request`` makes them, at most ``MAX_RESENDS`` of one request (a
+watch's too, until its stream begins), each through the rate limiter and reported to the
+``on_retry`` hook (client-go counts its retries): where the server asks for one (a 429 or any
+5xx with a ``Retry-After`` in seconds: sleep for it, at most ``MAX_RETRY_AFTER``, for every
+verb, as ``checkWait``; a 5xx without it is the caller's to retry), and a GET 1 s after its
+connection was reset or closed before the answer (client-go resends only GETs so: a write may
+have been applied).
 
 Connection failures are not wrapped: callers see ``aiohttp.ClientError`` / ``OSError`` /
 ``TimeoutError``. A stalled watch raises :class:`~slicectl.kube.errors.WatchStalled`.
@@ -219,30 +221,8 @@ class KubeClient:
             params["timeoutSeconds"] = str(timeout_seconds)
         headers = {"Accept": _META_ONE if metadata_only else _JSON}
         path = res.path(namespace)
-        timeout = aiohttp.ClientTimeout(
-            total=None, sock_connect=self._settings.request_timeout, sock_read=inactivity_timeout
-        )
-        await self._limit.take(False)
-        session = await self._transport.authorize(headers)
-        started = time.monotonic()
-        try:
-            resp = await session.get(
-                self._conn.host + path, params=params, headers=headers, timeout=timeout,
-                read_bufsize=MAX_LINE_BYTES // 2, **self._transport.options(),
-            )
-        except TimeoutError as exc:
-            self._report("GET", path, True, 0, started)
-            raise WatchStalled(f"no response to watch {path} in {inactivity_timeout}s") from exc
-        except aiohttp.ClientError:
-            self._report("GET", path, True, 0, started)
-            raise
+        resp = await self._open_watch(path, params, headers, inactivity_timeout)
         async with resp:
-            self._report("GET", path, True, resp.status, started)
-            if resp.status >= 300:
-                error = await self._error(resp)
-                if isinstance(error, Unauthorized):  # the caller's next watch gets a new one
-                    await self._conn.refresh(headers.get("Authorization"))
-                raise error
             reads = read_lines(resp.content, path, inactivity_timeout)
             async with contextlib.aclosing(reads):
                 async for lines in reads:
@@ -254,6 +234,47 @@ class KubeClient:
                         if (event := self._lines.decode(line)) is not None:
                             yield event
                     del lines  # a quiet watch waits for its next read holding none of them
+
+    async def _open_watch(
+        self, path: str, params: dict[str, str], headers: dict[str, str],
+        inactivity_timeout: float | None,
+    ) -> aiohttp.ClientResponse:
+        """The watch's 2xx answer, its stream yet unread; sent again, the same, where the
+        server asks for that (a 429 or 5xx with a ``Retry-After``), as client-go's ``Watch``
+        does, else the answer's typed error (resending the watch is the caller's then)."""
+        limits = aiohttp.ClientTimeout(
+            total=None, sock_connect=self._settings.request_timeout, sock_read=inactivity_timeout
+        )
+        resent = 0
+        while True:
+            await self._limit.take(False)
+            session = await self._transport.authorize(headers)
+            started = time.monotonic()
+            try:
+                resp = await session.get(
+                    self._conn.host + path, params=params, headers=headers, timeout=limits,
+                    read_bufsize=MAX_LINE_BYTES // 2, **self._transport.options(),
+                )
+            except TimeoutError as exc:
+                self._report("GET", path, True, 0, started)
+                raise WatchStalled(
+                    f"no response to watch {path} in {inactivity_timeout}s") from exc
+            except aiohttp.ClientError:
+                self._report("GET", path, True, 0, started)
+                raise
+            self._report("GET", path, True, resp.status, started)
+            if resp.status < 300:
+                return resp
+            async with resp:
+                error = await self._error(resp)
+                wait = resend_wait(resp.status, resp.headers.get("Retry-After"))
+            if wait is not None and resent < MAX_RESENDS:
+                resent += 1
+                await self._resend_after("GET", path, True, resp.status, wait)
+                continue
+            if isinstance(error, Unauthorized):  # the caller's next watch gets a new one
+                await self._conn.refresh(headers.get("Authorization"))
+            raise error
 
     async def create(
         self, res: Resource, body: dict[str, Any], namespace: str | None = None, *,

@@ -272,6 +272,29 @@ async def test_dropped_watch_resumes_without_relist(
     assert reader.requests.total(verb="LIST", resource="pods") == 0  # the list was streamed
 
 
+@pytest.mark.embedded_only(reason="fault injection: watches answered 500 with Retry-After")
+async def test_a_watch_the_server_asks_to_resend_resumes_without_relist(
+    api: Cluster, reader: GatedClient, writer: KubeClient,
+    informer: tuple[Informer[PodRecord], Recorder],
+) -> None:
+    """A watch answered with a 5xx that says when to come back (an etcd timeout's
+    ServerTimeout) is sent again with the same resourceVersion after its ``Retry-After``, as
+    client-go's ``Watch`` resends it: no relist of what the informer already holds."""
+    inf, rec = informer
+    srv, ns = server_of(api), api.namespace
+    await writer.create(PODS, unscheduled_pod("before"), ns)
+    await wait_for(lambda: ("add", "before") in rec.events)  # the watch is open
+    srv.faults.resource_error_rate, srv.faults.error_retry_after = {"pods": 1.0}, 1
+    try:
+        assert srv.faults.drop_watches() >= 1
+        await wait_for(lambda: reader.requests.total(verb="WATCH", code=500) >= 2)
+    finally:
+        srv.faults.resource_error_rate, srv.faults.error_retry_after = {}, 0
+    await writer.create(PODS, unscheduled_pod("after"), ns)
+    await wait_for(lambda: ("add", "after") in rec.events)
+    assert inf.stats.lists == 1 and inf.stats.relists == 0
+
+
 @pytest.mark.usefixtures("heartbeat")
 async def test_stalled_watch_is_detected_and_recovered(
     api: Cluster, writer: KubeClient, wire: WireProxy | None,

@@ -242,7 +242,7 @@ async def test_resends_after_a_429_are_counted(cluster: Cluster) -> None:
     c = cluster
     assert c.server is not None
     opts = options(c.kubeconfig, c.namespace)
-    opts = dataclasses.replace(  # LISTs: requests the client resends (a watch's caller retries)
+    opts = dataclasses.replace(  # paginated LISTs and their watches, each resent alike
         opts, controller=dataclasses.replace(opts.controller, watch_list=False),
         metrics_bind_address="127.0.0.1:0")
     c.server.faults.throttle_rate = 1.0
