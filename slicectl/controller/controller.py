@@ -307,7 +307,8 @@ class Controller:
     async def _process(self, key: str, trigger: float | None) -> None:
         started = self._running[key] = time.monotonic()
         result_name = "success"
-        writes = WriteResult()  # filled as writes land, whatever the sync does next
+        # filled (and counted) as writes land, whatever the sync does next
+        writes = WriteResult(on_write=self._count_write(trigger))
         try:
             result = await self.syncer.sync(key, trigger, writes)
         except asyncio.CancelledError:
@@ -348,17 +349,19 @@ class Controller:
             del self._running[key]
             if self.metrics is not None:
                 self.metrics.observe_sync(result_name, time.monotonic() - started)
-                self._count_writes(writes, trigger)
 
-    def _count_writes(self, writes: WriteResult, trigger: float | None) -> None:
-        """Count every acknowledged write, also those of a sync that then failed (upstream
-        counts ``changes`` per write as it lands)."""
-        assert self.metrics is not None
-        age = time.time() - trigger if trigger is not None else None
-        for op, n in (("create", len(writes.created)), ("update", len(writes.updated)),
-                      ("delete", len(writes.deleted))):
-            for _ in range(n):
-                self.metrics.slice_write(op, age)
+    def _count_write(self, trigger: float | None) -> Callable[[str], None] | None:
+        """What counts each acknowledged write of a sync as its answer comes, with the age of
+        the change it carries then, also the writes of a sync that then fails (upstream counts
+        ``changes`` per write as it lands)."""
+        metrics = self.metrics
+        if metrics is None:
+            return None
+
+        def count(operation: str) -> None:
+            metrics.slice_write(operation, time.time() - trigger if trigger is not None else None)
+
+        return count
 
     def _record(self, key: str, result: SyncResult) -> None:
         """The upstream per-sync figures and slice gauges of a sync that completed."""

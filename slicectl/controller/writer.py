@@ -113,6 +113,13 @@ class WriteResult:
     updated: list[ObjectVersion] = field(default_factory=list)
     deleted: list[SliceRecord] = field(default_factory=list)
     conflicts: int = 0
+    # told of each write ("create", "update", "delete") as its answer comes, not when the sync
+    # ends: the sync's later writes may still wait for rate-limit tokens
+    on_write: Callable[[str], None] | None = None
+
+    def acknowledged(self, operation: str) -> None:
+        if self.on_write is not None:
+            self.on_write(operation)
 
     @property
     def writes(self) -> int:
@@ -250,6 +257,7 @@ class SliceWriter:
         created = parse_slice(raw)
         self._tracker.wrote(key, created.uid, created.generation)
         result.created.append(created)
+        result.acknowledged("create")
 
     async def _update_one(
         self, key: str, selector: SelectorRecord, update: SliceUpdate, trigger_time: str | None,
@@ -258,6 +266,7 @@ class SliceWriter:
         updated = await self._update(key, selector, update, trigger_time, result, token)
         if updated is not None:
             result.updated.append(updated)
+            result.acknowledged("update")
 
     async def _delete_one(
         self, key: str, selector: SelectorRecord, old: SliceRecord, result: WriteResult,
@@ -276,6 +285,7 @@ class SliceWriter:
             return  # the name now holds another object (uid precondition failed)
         self._tracker.deleted(key, old.uid)
         result.deleted.append(old)
+        result.acknowledged("delete")
 
     async def _update(
         self,

@@ -100,6 +100,51 @@ async def test_writes_of_a_failed_sync_are_counted(
     assert got[("slicectl_trigger_to_write_seconds_count", ())] == 3
 
 
+async def test_each_write_is_timed_when_its_own_answer_comes(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``slicectl_trigger_to_write_seconds`` runs to each write's acknowledgement: a write of
+    a sync that landed is counted and timed while another write of that sync is still out (as
+    writes waiting in turn for rate-limit tokens are), not only when the whole sync ends."""
+    c = cluster
+    await ensure_node(c.client, "node-a", "zone-a")
+    for i in range(2):
+        await create_pod(c.client, c.namespace, f"web-{i}", f"10.63.0.{i + 1}", {"app": "web"})
+    faults = ClientFaults(monkeypatch)
+    posts = [0]
+    release = asyncio.Event()
+
+    async def hold_second_create(method: str, path: str) -> None:
+        if matches(method, path, "POST", "/endpointslices"):
+            posts[0] += 1
+            if posts[0] == 2:
+                await release.wait()
+
+    faults.before.append(hold_second_create)
+    opts = dataclasses.replace(
+        options(c.kubeconfig, c.namespace, max_endpoints_per_slice=1),
+        metrics_bind_address="127.0.0.1:0")
+    try:
+        async with running_controller(opts) as run:
+            await c.client.create(ESEL, selector_body("web", {"app": "web"}), c.namespace)
+            port = run.health.metrics_port
+
+            async def timed(writes: int) -> bool:
+                got = await scrape(port)
+                return got[("slicectl_trigger_to_write_seconds_count", ())] == writes
+
+            await wait_until(lambda: timed(1), what="the first create timed, the second held")
+            got = await scrape(port)
+            assert posts[0] == 2 and not release.is_set()
+            assert got[("endpoint_slice_controller_changes_total",
+                        (("operation", "create"),))] == 1
+            assert got[("endpoint_slice_controller_syncs_total", (("result", "success"),))] == 0
+            release.set()
+            await wait_until(lambda: timed(2), what="the second create timed once released")
+    finally:
+        release.set()
+
+
 async def test_every_line_about_a_selector_names_it_the_same_way(
     cluster: Cluster, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
