@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import errno
+
+import aiohttp
 import orjson
 import pytest
 
 from slicectl.kube import errors
 from slicectl.kube.resources import CRDS, ENDPOINTSLICES, NAMESPACES, NODES, PODS, request_labels
+from slicectl.kube.transport import broke_before_answer
 from slicectl.kube.watch import WatchEvent, decode_event
 
 
@@ -90,6 +94,30 @@ def test_only_a_429_or_a_5xx_is_resent_on_retry_after(status: int) -> None:
     """client-go's ``checkWait``: a Retry-After on any other answer asks for nothing."""
     assert errors.resend_wait(status, "1") is None
     assert errors.resend_wait(500, None) is None and errors.resend_wait(429, None) is None
+
+
+def _refused() -> aiohttp.ClientConnectorError:
+    key = aiohttp.client_reqrep.ConnectionKey("h", 443, True, True, None, None, None)
+    return aiohttp.ClientConnectorError(key, ConnectionRefusedError(errno.ECONNREFUSED, "no"))
+
+
+@pytest.mark.parametrize(
+    ("exc", "resent"),
+    [
+        (aiohttp.ServerDisconnectedError(), True),  # closed before the answer: an early EOF
+        (aiohttp.ClientOSError(errno.ECONNRESET, "Connection reset by peer"), True),
+        (_refused(), False),  # nobody listens: the server is down, not going away
+        (aiohttp.ClientOSError(errno.EHOSTUNREACH, "No route to host"), False),
+        (aiohttp.ClientPayloadError("Response payload is not completed"), False),  # body cut
+        (TimeoutError(), False),
+    ],
+)
+def test_a_get_is_resent_after_the_breaks_client_go_resends_it_after(
+    exc: BaseException, resent: bool,
+) -> None:
+    """client-go's ``request`` resends a GET on ``IsConnectionReset`` or ``IsProbableEOF`` of
+    ``client.Do``'s error, not on a refused connection, a timeout or a body read error."""
+    assert broke_before_answer(exc) is resent
 
 
 def test_decode_event_kinds() -> None:
