@@ -204,8 +204,9 @@ class FieldSelector:
                    for label, equal, value in self.terms)
 
 
-def parse_field_selector(rt: ResourceType, text: str) -> FieldSelector:
-    """Parse, then convert every label for ``rt``; raises :class:`FieldSelectorError`."""
+def parse_field_terms(text: str) -> list[tuple[str, bool, str]]:
+    """``fields.ParseSelector``: the (label, equal?, value) terms, labels not yet checked
+    against a type (the parameter codec does this much); raises :class:`FieldSelectorError`."""
     parsed: list[tuple[str, bool, str]] = []
     for term in sorted(_split_terms(text)) if text else ():
         if not term:
@@ -215,6 +216,12 @@ def parse_field_selector(rt: ResourceType, text: str) -> FieldSelector:
             raise FieldSelectorError(f"invalid selector: '{text}'; can't understand '{term}'")
         label, op, raw = split
         parsed.append((label, op != "!=", _unescape(raw)))
+    return parsed
+
+
+def parse_field_selector(rt: ResourceType, text: str) -> FieldSelector:
+    """Parse, then convert every label for ``rt``; raises :class:`FieldSelectorError`."""
+    parsed = parse_field_terms(text)
     spec = type_fields(rt)
     terms: list[tuple[str, bool, str]] = []
     for label, equal, value in parsed:

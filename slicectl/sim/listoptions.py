@@ -18,7 +18,9 @@ A watch from now (no ``resourceVersion``, or "0") that names neither ``sendIniti
 served, as one (:func:`watch_defaults`).
 
 Before that, the parameter codec decodes the query: ``timeoutSeconds`` and then ``limit`` must
-be int64s, or the answer is a 400 with strconv's message (:func:`query_int64`).
+be int64s, or the answer is a 400 with strconv's message (:func:`query_int64`); then the label
+selector and the field selector must parse (a 400 with the parser's message). A field label the
+type does not know is found later, when the list converts the selector for its type.
 
 Clients of old servers learn from this 422 that streaming lists are not available, so a sim
 that accepted more than the real server would hide a client's fallback bugs.
@@ -28,8 +30,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from slicectl.sim.errors import options_invalid
+from slicectl.sim.errors import bad_request, options_invalid
+from slicectl.sim.fieldsets import FieldSelectorError, parse_field_terms
 from slicectl.sim.options import query_int64
+from slicectl.sim.selectors import LabelSelectorError, parse_label_selector
 
 NOT_OLDER_THAN = "NotOlderThan"
 EXACT = "Exact"
@@ -50,6 +54,11 @@ def validate(query: dict[str, str], *, watch: bool) -> None:
     when they are not valid."""
     for name in ("timeoutSeconds", "limit"):  # in the order of ListOptions' fields
         query_int64(query, name)
+    try:  # then converted to internal ListOptions: the selectors parsed
+        parse_label_selector(query.get("labelSelector", ""))
+        parse_field_terms(query.get("fieldSelector", ""))
+    except (LabelSelectorError, FieldSelectorError) as exc:
+        raise bad_request(str(exc)) from exc
     causes = _watch_causes(query) if watch else _list_causes(query)
     if causes:
         raise options_invalid("ListOptions", causes)

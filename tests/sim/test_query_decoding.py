@@ -169,3 +169,39 @@ async def test_an_exact_version_ahead_is_etcd_s_500(raw: Raw, query: dict[str, s
     code, body, _ = await raw.request("GET", PODS, resourceVersion="99999999999", **query)
     assert (code, body.get("reason"), body["message"]) == (
         500, None, "etcdserver: mvcc: required revision is a future revision")
+
+
+_LABEL_A_DOLLAR = ('unable to parse requirement: <nil>: Invalid value: "a$": name part must '
+                   "consist of alphanumeric characters, '-', '_' or '.', and must start and end "
+                   "with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', "
+                   "regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
+
+
+@pytest.mark.parametrize(("method", "query", "message"), [
+    ("GET", {"labelSelector": "a$", "resourceVersionMatch": "Bogus"}, _LABEL_A_DOLLAR),
+    ("GET", {"watch": "1", "labelSelector": "a$", "resourceVersionMatch": "Bogus"},
+     _LABEL_A_DOLLAR),
+    ("GET", {"fieldSelector": "a$$", "resourceVersionMatch": "Bogus"},
+     "invalid selector: 'a$$'; can't understand 'a$$'"),
+    ("GET", {"fieldSelector": "b$$", "labelSelector": "a$"}, _LABEL_A_DOLLAR),
+    ("GET", {"labelSelector": "a$", "limit": "abc"},
+     'strconv.ParseInt: parsing "abc": invalid syntax'),
+    ("DELETE", {"dryRun": "All", "labelSelector": "a$", "resourceVersionMatch": "Bogus"},
+     _LABEL_A_DOLLAR),
+])
+async def test_a_selector_that_does_not_parse_is_refused_before_the_list_options(
+        raw: Raw, method: str, query: dict[str, str], message: str) -> None:
+    """The parameter codec decodes the query (integers, then the label selector, then the
+    field selector's syntax) before ``ValidateListOptions``: its 400 comes before the 422."""
+    code, body, _ = await raw.request(method, PODS, **query)
+    assert (code, body["reason"], body["message"]) == (400, "BadRequest", message)
+
+
+async def test_a_field_label_is_checked_after_the_list_options(raw: Raw) -> None:
+    """An unknown field label is found when the selector is converted for the type, after the
+    ListOptions are validated (their 422 first)."""
+    code, body, _ = await raw.request("GET", PODS, fieldSelector="bogus=x",
+                                      resourceVersionMatch="Bogus")
+    assert (code, body["reason"]) == (422, "Invalid")
+    code, body, _ = await raw.request("GET", PODS, fieldSelector="bogus=x")
+    assert (code, body["message"]) == (400, "field label not supported: bogus")
