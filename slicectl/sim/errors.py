@@ -52,7 +52,7 @@ class ApiError(Exception):
         }
         if self.reason:
             body["reason"] = self.reason
-        if self.details:
+        if self.details is not None:  # an empty one is sent: {} (go-restful's errors)
             body["details"] = self.details
         body["code"] = self.code
         return body
@@ -309,6 +309,18 @@ def method_not_allowed(rt: ResourceType, verb: str) -> ApiError:
         f"{verb} is not supported on resources of kind {qualified(rt)!r}",
         {"group": rt.group, "kind": rt.plural} if rt.group else {"kind": rt.plural},
     )
+
+
+def no_route() -> ApiError:
+    """go-restful's 405 for a built-in path without a route for the method, as
+    ``NewGenericServerResponse`` words it."""
+    return ApiError(405, "MethodNotAllowed",
+                    "the server does not allow this method on the requested resource", {})
+
+
+def name_required() -> ApiError:
+    """The custom resource handler's answer to a PUT or PATCH of a collection."""
+    return bad_request("name must be provided")
 
 
 def page_not_found() -> ApiError:

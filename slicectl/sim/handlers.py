@@ -251,6 +251,8 @@ class Api:
     @errors.keeps_headers
     async def update(self, request: web.Request, rt: ResourceType, namespace: str, name: str,
                      subresource: str) -> web.Response:
+        if not name:
+            raise errors.name_required()
         body = await decode_body(request, rt, "UpdateOptions")
         check_name(body, name, namespace)
         meta = body["metadata"]
@@ -278,6 +280,8 @@ class Api:
             media = patch_type(request.headers.get("Content-Type", ""), rt)
         except PatchError as exc:
             raise errors.ApiError(exc.code, exc.reason, exc.message) from exc
+        if not name:
+            raise errors.name_required()
         raw = await read_body(request)
         options.validate_write("PatchOptions", request.query, apply=media == APPLY_PATCH)
         old = self.store.get(rt, namespace, name)

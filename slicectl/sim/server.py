@@ -236,6 +236,8 @@ class EmbeddedApiServer:
         sub = info.subresource
         if sub and sub not in rt.subresources:
             raise errors.page_not_found()
+        if not rt.is_custom and not _has_route(info):
+            raise errors.no_route()
         if rt.namespaced and not info.namespace and info.verb in ("create", "get", "update",
                                                                     "patch", "delete"):
             raise errors.page_not_found()
@@ -258,6 +260,16 @@ class EmbeddedApiServer:
         if verb == "deletecollection":
             return await api.delete_collection(request, rt, ns)
         raise errors.method_not_allowed(rt, verb)
+
+
+def _has_route(info: RequestInfo) -> bool:
+    """Whether a built-in type's path has a route for the method: no PUT or PATCH of a
+    collection, no POST of one object, no DELETE of a subresource."""
+    if info.verb in ("update", "patch"):
+        return bool(info.name)
+    if info.verb == "create":
+        return not info.name
+    return not (info.verb == "delete" and info.subresource)
 
 
 def _error(exc: errors.ApiError) -> web.Response:
