@@ -10,6 +10,9 @@ An object that names a key twice is valid JSON to every decoder, but not one val
 them: orjson keeps the last, Go's typed decoder decodes the second into what the first built,
 and the strict decoder reports it. :func:`repeated` finds such a body and gives it as a tree
 that keeps every member (:class:`Pairs`), for :mod:`slicectl.sim.validation.duplicates`.
+
+Where a caller answers with the decoder's own message, :func:`syntax_error` words Python's
+complaint about a document that is no JSON as encoding/json's scanner does.
 """
 
 from __future__ import annotations
@@ -26,6 +29,10 @@ _ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
 
 class Pairs(list[tuple[str, Any]]):
     """One JSON object's members in document order, a repeated key kept each time."""
+
+
+class Number(str):
+    """A JSON number as its literal (Go's type errors quote it): see :func:`literal_tree`."""
 
 
 def _refuse(constant: str) -> Any:
@@ -56,6 +63,15 @@ def loads(raw: bytes) -> Any:
         except ValueError:
             raise first from None
         return _replace_surrogates(value)
+
+
+def literal_tree(text: str) -> Any:
+    """``text`` as a tree of :class:`Pairs`, lists, strings, bools, None and :class:`Number`
+    literals, for a caller that decodes into Go types itself; raises ValueError (worded by
+    :func:`syntax_error`) when Go's decoder refuses the document too."""
+    tree = json.loads(text, object_pairs_hook=Pairs, parse_int=Number, parse_float=Number,
+                      parse_constant=_refuse)
+    return _fix_tree(tree) if _ESCAPED_SURROGATE.search(text) else tree
 
 
 class _Repeated(Exception):
@@ -112,3 +128,64 @@ def plain(tree: Any) -> Any:
     if isinstance(tree, list):
         return [plain(v) for v in tree]
     return tree
+
+
+_EXPECTING = {
+    "Expecting value": "looking for beginning of value",
+    "Expecting property name enclosed in double quotes": "looking for beginning of object key "
+                                                         "string",
+    "Expecting ':' delimiter": "after object key",
+    "Extra data": "after top-level value",
+    "Invalid control character at": "in string literal",
+    "Invalid \\escape": "in string escape code",
+}
+
+
+def syntax_error(text: str, exc: ValueError) -> str:
+    """encoding/json's message for ``text``, which Python's json refused with ``exc``:
+    ``unexpected end of JSON input`` when the document stops early, else ``invalid character
+    'c' <where>``."""
+    if not isinstance(exc, json.JSONDecodeError):
+        return str(exc)  # _refuse's, already Go's
+    pos = exc.pos
+    if exc.msg.startswith("Unterminated string") or not text[pos:].strip():
+        return "unexpected end of JSON input"
+    while text[pos] in " \t\r\n" and not exc.msg.startswith("Invalid"):
+        pos += 1  # Python points before the blanks the scanner skips
+    where = _EXPECTING.get(exc.msg)
+    if where is None:  # "Expecting ',' delimiter": after an object's member or an array's item
+        where = ("after object key:value pair" if _innermost(text[:pos]) == "{"
+                 else "after array element")
+    return f"invalid character {_quote_char(text[pos])} {where}"
+
+
+def _quote_char(char: str) -> str:
+    """encoding/json's ``quoteChar``."""
+    if char == "'":
+        return "'\\''"
+    if char == '"':
+        return "'\"'"
+    escapes = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+    if char in escapes:
+        return f"'{escapes[char]}'"
+    return f"'{char}'" if char.isprintable() else f"'\\x{ord(char):02x}'"
+
+
+def _innermost(text: str) -> str:
+    """The innermost container open at the end of ``text`` (JSON up to an error): ``{``, ``[``
+    or ""."""
+    stack: list[str] = []
+    in_string = escaped = False
+    for char in text:
+        if escaped:
+            escaped = False
+        elif in_string:
+            escaped = char == "\\"
+            in_string = char != '"'
+        elif char == '"':
+            in_string = True
+        elif char in "{[":
+            stack.append(char)
+        elif char in "}]" and stack:
+            stack.pop()
+    return stack[-1] if stack else ""

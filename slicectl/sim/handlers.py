@@ -360,7 +360,8 @@ class Api:
 
     async def _delete_options(self, request: web.Request) -> dict[str, Any]:
         raw = await read_body(request)
-        return options.delete_options(raw, request.content_type, request.query)
+        return options.delete_options(raw, request.headers.get("Content-Type", ""),
+                                      request.query)
 
     def _delete_one(self, rt: ResourceType, obj: Obj,
                     delete_options: dict[str, Any]) -> tuple[Obj, bool]:

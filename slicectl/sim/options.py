@@ -12,8 +12,8 @@ decoded or the object looked up. Without them a misspelt ``dryRun`` would write 
 * ``fieldManager``: at most 128 characters, all printable; required for an apply patch;
 * ``force``: only on an apply patch (present with any value, ``false`` too, it is set);
 * DeleteOptions: not both ``orphanDependents`` and ``propagationPolicy``; a policy is
-  Foreground, Background or Orphan. A DELETE's options are its body when it has one, else its
-  query: the handler decodes one or the other, never both.
+  Foreground, Background or Orphan. A DELETE's options are its body when it has one (a
+  single byte is one), else its query: the handler decodes one or the other, never both.
 """
 
 from __future__ import annotations
@@ -22,10 +22,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-import orjson
 from multidict import MultiMapping
 
-from slicectl.sim import errors, gojson, protobuf
+from slicectl.sim import deleteoptions, errors
 from slicectl.sim.validation.errors import (
     Cause,
     forbidden,
@@ -92,18 +91,11 @@ def _dry_run(values: Any) -> list[Cause]:
     return [not_supported("dryRun", values, DRY_RUN_VALUES, shown=shown)]
 
 
-def delete_options(raw: bytes, media: str, query: MultiMapping[str]) -> dict[str, Any]:
-    """A DELETE's options, validated: from its body if it has one, else from its query."""
-    options: dict[str, Any] = {}
-    if raw.strip():
-        try:
-            options = protobuf.decode(raw) if protobuf.is_protobuf(media) else gojson.loads(raw)
-        except (orjson.JSONDecodeError, protobuf.ProtobufError) as exc:
-            raise errors.bad_request(f"invalid DeleteOptions: {exc}") from exc
-        if not isinstance(options, dict):
-            raise errors.bad_request("invalid DeleteOptions: expected an object")
-    else:
-        options = _query_delete_options(query)
+def delete_options(raw: bytes, content_type: str,
+                   query: MultiMapping[str]) -> dict[str, Any]:
+    """A DELETE's options, validated: from its body if it has one (spaces or ``null`` too:
+    :mod:`slicectl.sim.deleteoptions`), else from its query."""
+    options = deleteoptions.decode(raw, content_type) if raw else _query_delete_options(query)
     validate_delete(options)
     return options
 
