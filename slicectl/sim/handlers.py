@@ -27,12 +27,12 @@ from slicectl.sim.listing import list_objects, make_filter, resource_version
 from slicectl.sim.managed import keep_times, manager_name, record
 from slicectl.sim.negotiation import (
     Representation,
+    check_stream,
     is_a_list,
     not_a_list,
     partial,
     partial_list,
     representation,
-    streaming_list,
 )
 from slicectl.sim.objects import (
     bump_generation,
@@ -83,8 +83,18 @@ def json_response(body: Any, status: int = 200,
                         headers=headers)
 
 
-def wanted(request: web.Request) -> Representation:
-    return representation(request.headers.get("Accept", ""))
+def wanted(request: web.Request, watch_list: bool = False) -> Representation:
+    """The representation the request's Accept header asks for; its 406 where the handler
+    negotiates (each handler asks first, before it reads a body or looks an object up)."""
+    return representation(request.headers.get("Accept", ""), watch_list)
+
+
+def patch_media(request: web.Request, rt: ResourceType) -> str:
+    """A PATCH's patch type, or its 415 (:func:`slicectl.sim.patch.patch_type`)."""
+    try:
+        return patch_type(request.headers.get("Content-Type", ""), rt)
+    except PatchError as exc:
+        raise errors.ApiError(exc.code, exc.reason, exc.message) from exc
 
 
 class Api:
@@ -131,6 +141,7 @@ class Api:
 
     def get(self, request: web.Request, rt: ResourceType, namespace: str,
             name: str) -> web.Response:
+        wanted(request)
         # from the watch cache when a version is named: it must be one it has reached
         rv = resource_version(request.query.get("resourceVersion", ""))
         if rv > self.store.rv:
@@ -140,8 +151,8 @@ class Api:
     def list(self, request: web.Request, rt: ResourceType, namespace: str) -> web.Response:
         query = dict(request.query)
         listoptions.validate(query, watch=False)
-        items, meta = list_objects(self.store, rt, make_filter(rt, namespace, query), query)
         form = wanted(request)
+        items, meta = list_objects(self.store, rt, make_filter(rt, namespace, query), query)
         if form == "PartialObjectMetadataList":
             return json_response(partial_list(items, meta))
         if form == "PartialObjectMetadata":
@@ -158,12 +169,12 @@ class Api:
         query = dict(request.query)
         listoptions.watch_defaults(query)
         listoptions.validate(query, watch=True)
+        form = wanted(request, watch_list=bool(options.query_bool(query, "sendInitialEvents")
+                                               and options.query_bool(query,
+                                                                      "allowWatchBookmarks")))
+        check_stream(request.headers.get("Accept", ""))
         flt = make_filter(rt, namespace, query)
         render: Callable[[Obj], dict[str, Any]] | None = None
-        form = wanted(request)
-        if options.query_bool(query, "sendInitialEvents") and options.query_bool(
-                query, "allowWatchBookmarks"):
-            form = streaming_list(request.headers.get("Accept", ""))
         if form == "Table":
             include = query.get("includeObject", "Metadata")
 
@@ -212,6 +223,7 @@ class Api:
     @errors.keeps_headers
     async def create(self, request: web.Request, rt: ResourceType,
                      namespace: str) -> web.Response:
+        wanted(request)
         body = await decode_body(request, rt, "CreateOptions")
         body_ns = (body.get("metadata") or {}).get("namespace") if isinstance(
             body.get("metadata"), dict) else None
@@ -253,6 +265,7 @@ class Api:
                      subresource: str) -> web.Response:
         if not name:
             raise errors.name_required()
+        wanted(request)
         body = await decode_body(request, rt, "UpdateOptions")
         check_name(body, name, namespace)
         meta = body["metadata"]
@@ -276,12 +289,10 @@ class Api:
     @errors.keeps_headers
     async def patch(self, request: web.Request, rt: ResourceType, namespace: str, name: str,
                     subresource: str) -> web.Response:
-        try:
-            media = patch_type(request.headers.get("Content-Type", ""), rt)
-        except PatchError as exc:
-            raise errors.ApiError(exc.code, exc.reason, exc.message) from exc
+        media = patch_media(request, rt)
         if not name:
             raise errors.name_required()
+        wanted(request)
         raw = await read_body(request)
         options.validate_write("PatchOptions", request.query, apply=media == APPLY_PATCH)
         old = self.store.get(rt, namespace, name)
@@ -382,6 +393,7 @@ class Api:
 
     async def delete(self, request: web.Request, rt: ResourceType, namespace: str,
                      name: str) -> web.Response:
+        wanted(request)
         delete_options = await self._delete_options(request)
         obj = self._existing(rt, namespace, name)
         if delete_options.get("dryRun"):
@@ -401,6 +413,7 @@ class Api:
 
     async def delete_collection(self, request: web.Request, rt: ResourceType,
                                 namespace: str) -> web.Response:
+        wanted(request)
         query = dict(request.query)
         query.pop("limit", None)
         query.pop("continue", None)

@@ -29,10 +29,11 @@ from slicectl.sim import discovery, errors
 from slicectl.sim.auth import authorized, new_token, write_kubeconfig
 from slicectl.sim.bodies import MAX_REQUEST_BODY_BYTES
 from slicectl.sim.faults import Faults
-from slicectl.sim.handlers import Api, json_response
+from slicectl.sim.handlers import Api, json_response, patch_media
 from slicectl.sim.kubelet import Kubelet
 from slicectl.sim.lifecycle import GC_DELAY, Lifecycle
 from slicectl.sim.metrics import RequestCounter
+from slicectl.sim.negotiation import check_route
 from slicectl.sim.objects import now_timestamp
 from slicectl.sim.openapi import OpenAPI
 from slicectl.sim.registry import Registry
@@ -236,8 +237,12 @@ class EmbeddedApiServer:
         sub = info.subresource
         if sub and sub not in rt.subresources:
             raise errors.page_not_found()
-        if not rt.is_custom and not _has_route(info):
-            raise errors.no_route()
+        if not rt.is_custom:  # go-restful's route: its method, Content-Type, Accept
+            if not _has_route(info):
+                raise errors.no_route()
+            if info.verb == "patch":
+                patch_media(request, rt)
+            check_route(request.headers.get("Accept", ""), info.verb in ("list", "watch"))
         if rt.namespaced and not info.namespace and info.verb in ("create", "get", "update",
                                                                     "patch", "delete"):
             raise errors.page_not_found()
