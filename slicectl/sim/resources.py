@@ -81,7 +81,9 @@ def resets_status_on_create(rt: ResourceType) -> bool:
 
 
 def returns_deleted_object(rt: ResourceType) -> bool:
-    return rt.is_custom or bool(rt.extra.get("return_deleted_object"))
+    """Whether a DELETE that removes the object answers with it (a custom resource's store
+    does not: a success Status, as on a real v1.32.6)."""
+    return bool(rt.extra.get("return_deleted_object"))
 
 
 def allows_create_on_update(rt: ResourceType) -> bool:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.sim.conftest import Raw
+from tests.sim.conftest import Raw, install_chart_crd
 
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/default/leases"
 DRY = '"dryRun":["All"]'
@@ -165,3 +165,23 @@ async def test_a_null_body_is_empty_options_and_the_query_is_not_read(raw: Raw,
     code, answer, _ = await raw.request("DELETE", lease, b"null", dryRun="All")
     assert (code, answer["status"]) == (200, "Success")
     assert (await raw.request("GET", lease))[0] == 404
+
+
+async def test_a_custom_resource_deleted_at_once_is_answered_with_a_status(raw: Raw) -> None:
+    """The custom resource store does not return the deleted object (no
+    ``ReturnDeletedObject``): a real server answered both a dry run and a real delete with a
+    success Status; one held by a finalizer is answered with the object."""
+    await install_chart_crd(raw)
+    selectors = "/apis/slicectl.io/v1alpha1/namespaces/default/endpointselectors"
+    body = {"apiVersion": "slicectl.io/v1alpha1", "kind": "EndpointSelector",
+            "metadata": {"name": "es"}, "spec": {"selector": {"matchLabels": {"a": "b"}}}}
+    _, created, _ = await raw.request("POST", selectors, body)
+    status = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+              "details": {"name": "es", "group": "slicectl.io", "kind": "endpointselectors",
+                          "uid": created["metadata"]["uid"]}}
+    assert (await raw.request("DELETE", f"{selectors}/es", dryRun="All"))[:2] == (200, status)
+    assert (await raw.request("DELETE", f"{selectors}/es"))[:2] == (200, status)
+    body["metadata"]["finalizers"] = ["x.io/y"]
+    await raw.request("POST", selectors, body)
+    code, answer, _ = await raw.request("DELETE", f"{selectors}/es")
+    assert (code, answer["kind"]) == (200, "EndpointSelector")
