@@ -10,6 +10,8 @@ query, and ``"preconditions": "x"`` crashed the handler.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from tests.sim.conftest import Raw, install_chart_crd
@@ -173,15 +175,16 @@ async def test_a_custom_resource_deleted_at_once_is_answered_with_a_status(raw: 
     success Status; one held by a finalizer is answered with the object."""
     await install_chart_crd(raw)
     selectors = "/apis/slicectl.io/v1alpha1/namespaces/default/endpointselectors"
+    meta: dict[str, Any] = {"name": "es"}
     body = {"apiVersion": "slicectl.io/v1alpha1", "kind": "EndpointSelector",
-            "metadata": {"name": "es"}, "spec": {"selector": {"matchLabels": {"a": "b"}}}}
+            "metadata": meta, "spec": {"selector": {"matchLabels": {"a": "b"}}}}
     _, created, _ = await raw.request("POST", selectors, body)
     status = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
               "details": {"name": "es", "group": "slicectl.io", "kind": "endpointselectors",
                           "uid": created["metadata"]["uid"]}}
     assert (await raw.request("DELETE", f"{selectors}/es", dryRun="All"))[:2] == (200, status)
     assert (await raw.request("DELETE", f"{selectors}/es"))[:2] == (200, status)
-    body["metadata"]["finalizers"] = ["x.io/y"]
+    meta["finalizers"] = ["x.io/y"]
     await raw.request("POST", selectors, body)
     code, answer, _ = await raw.request("DELETE", f"{selectors}/es")
     assert (code, answer["kind"]) == (200, "EndpointSelector")
