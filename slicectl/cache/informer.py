@@ -14,7 +14,10 @@ or ignored, a connection error): a stream cut once is streamed again after a bac
 client-go too falls back to a LIST when a watch-list fails. A request that got no event at all
 cut nothing: answered with an error (a 503 or 429 while the server starts, a 404 while a CRD is
 replaced) or not answered (the server down, a TLS handshake refused for a wrong CA), it backs
-off as any failure, and the next list is streamed again. Paginated LISTs:
+off as any failure, and the next list is streamed again. (The client resends a request first
+where the server asks for that, a 429 or 5xx with a ``Retry-After``, and a paginated LIST's
+GET whose connection broke: the informer sees only what those resends did not get past.)
+Paginated LISTs:
 a consistent first LIST (``resourceVersion=0`` would be answered whole, ignoring ``limit``, by
 v1.32), relists ``NotOlderThan`` the last synced version (a 410 there: a consistent LIST).
 
@@ -29,12 +32,15 @@ from the last resourceVersion seen, bookmarks included. A 410 Gone or any ``ERRO
 means the resourceVersion is no longer usable: the informer lists again and emits exactly the
 differences against its store (adds, updates for a changed resourceVersion, deletes for
 vanished keys), never reusing the expired version. Failures back off (exponential, jittered,
-capped at 30 s as client-go's reflector), or wait for the server's ``Retry-After``, capped as
-the client caps it (``MAX_RETRY_AFTER``); the backoff ends early once the server answers
-another request again (:mod:`slicectl.kube.answers`). Failures count in a row until a watch
-delivers an event or stays open ``HEALTHY_WATCH`` seconds, whatever ends it then (client-go
-backs off only after a "very short watch"): a proxy that cuts every long watch must not grow
-the pause after each one to the cap. The list part of a streamed list is not such a watch.
+capped at 30 s as client-go's reflector), or wait for the server's ``Retry-After`` (one the
+client's ``MAX_RESENDS`` resends did not get past, or a Status's ``retryAfterSeconds`` alone,
+as an ``ERROR`` event carries it), capped as the client caps it (``MAX_RETRY_AFTER``); a 429
+keeps the resourceVersion (it was not processed), any other error answer relists. The backoff
+ends early once the server answers another request again (:mod:`slicectl.kube.answers`).
+Failures count in a row until a watch delivers an event or stays open ``HEALTHY_WATCH``
+seconds, whatever ends it then (client-go backs off only after a "very short watch"): a proxy
+that cuts every long watch must not grow the pause after each one to the cap. The list part of
+a streamed list is not such a watch.
 """
 
 from __future__ import annotations

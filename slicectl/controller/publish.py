@@ -6,10 +6,11 @@ newer status submitted meanwhile replaces any older one still waiting (only the 
 and the requests use the API client's background lane, which only spends rate-limit tokens
 that slice writes can spare.
 
-A status write that fails for a reason that can pass (a 5xx, a 429 past the client's retries, a
-connection error, a timeout, a 403 until RBAC is fixed) is retried with backoff (1 s doubling to
-1 min) until it lands or a newer status for the same selector supersedes it: the next sync may
-never come in steady state, so "left to the next sync" could leave the status wrong for good.
+A status write that fails for a reason that can pass (a 5xx or 429 the client did not resend:
+without a ``Retry-After``, or past its resends; a connection error, a timeout, a 403 until RBAC
+is fixed) is retried with backoff (1 s doubling to 1 min) until it lands or a newer status for
+the same selector supersedes it: the next sync may never come in steady state, so "left to the
+next sync" could leave the status wrong for good.
 When the API server answers again after an outage, the writes that failed during it go at once
 (:mod:`slicectl.controller.outage`). A status write is dropped when it cannot land (the
 selector is gone: 404; the patch is invalid: 422) and on a non-API exception (a bug, logged).

@@ -21,7 +21,8 @@ plan's first write goes out with that token, and an unused one goes back to the 
 
 Every write passes the write gate twice: before it is built (a replica that is no longer sure
 it leads stops mid-plan rather than racing the new leader) and, through the client's ``guard``,
-right before it is sent, after any rate-limiter wait or 429 pause.
+right before it is sent, after any rate-limiter wait or pause for the server's ``Retry-After``
+(a 429 or 5xx the client resends).
 
 A create the server refuses (a namespace's ResourceQuota used up, RBAC) marks the selector in
 the tracker until one of its creates lands: until then a sync's creates go one first and the
