@@ -1,1 +1,2 @@
-"""Leader election on a coordination.k8s.io/v1 Lease, with a monotonic clock."""
+"""Leader election on a coordination.k8s.io/v1 Lease, timed by a local clock that counts suspend
+(CLOCK_BOOTTIME where there is one), never by the wall clock."""
