@@ -16,8 +16,8 @@ Readiness: ready once the caches synced and, while leading, every selector known
 synced once (a standby is ready once its caches synced). It never waits for an idle queue.
 
 SIGTERM or SIGINT: stop taking work, abandon in-flight syncs (they are re-run by the next
-leader), release the Lease so a standby takes over at once, flush Events, exit 0. A second
-signal exits at once with code 1.
+leader), release the Lease so a standby takes over at its next try (not after the lease), flush
+Events, exit 0. A second signal exits at once with code 1.
 """
 
 from __future__ import annotations

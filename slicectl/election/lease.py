@@ -351,7 +351,8 @@ class LeaderElector:
     # -- release -------------------------------------------------------------------------------
 
     async def release(self) -> bool:
-        """Stop campaigning; if we lead, hand the Lease back so a standby takes it at once.
+        """Stop campaigning; if we lead, hand the Lease back so a standby takes it at its
+        next try, not after the lease.
 
         Returns True when nothing was held or the release was written. Call it after the
         workers stopped writing: we stop claiming leadership before the write goes out.
