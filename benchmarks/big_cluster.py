@@ -23,9 +23,11 @@ a real cluster (namespaces ``bc-*`` and 1,500 fake Nodes ``node-NNNN``, as on th
 server; delete them afterwards) and exits before the controller starts, and the ingest and
 relist steps are skipped. With ``--kcm-binary`` too, upstream's EndpointSlice controller is
 timed on the same workload afterwards (:mod:`benchmarks.big_cluster_upstream`).
-The controller always runs in this process, as ``slicectl run`` builds it. The workload and
-the server's child are in :mod:`benchmarks.big_cluster_world`, the instruments in
-:mod:`benchmarks.big_cluster_probes`, targets and tables in :mod:`benchmarks.big_cluster_report`.
+The controller always runs in this process, as ``slicectl run`` builds it (``python -m
+benchmarks run`` spawns a fresh process for it: :func:`big_cluster_probes.in_fresh_process`,
+so no other scenario's heap hides its memory). The workload and the server's child are in
+:mod:`benchmarks.big_cluster_world`, the instruments in :mod:`benchmarks.big_cluster_probes`,
+targets and tables in :mod:`benchmarks.big_cluster_report`.
 
     python -m benchmarks.big_cluster [--quick] [--out DIR] [--kubeconfig FILE]
 """
