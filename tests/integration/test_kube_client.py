@@ -1,5 +1,6 @@
 """KubeClient over real HTTPS: CRUD, typed errors, pagination, continue-token expiry, watch
-streams, 410 Gone, 429 handling and in-cluster credentials.
+streams, 410 Gone, resends (a 429 or 5xx with Retry-After; a GET whose connection broke; never a
+write that went out) and in-cluster credentials.
 
 Requests are counted by the client itself (its ``on_request`` hook), so all but the fault
 injection tests run on a real cluster too.
