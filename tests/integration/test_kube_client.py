@@ -22,9 +22,12 @@ import structlog
 
 from slicectl.kube import config, errors
 from slicectl.kube.client import ClientSettings, KubeClient
+from slicectl.kube.paging import ListPage, collect
 from slicectl.kube.resources import NAMESPACES, PODS
+from slicectl.sim.listing import CONTINUE_EXPIRED
 from slicectl.sim.resources import NAMESPACE_TYPE
 from slicectl.sim.server import EmbeddedApiServer
+from tests.integration.client_faults import ClientFaults
 from tests.integration.conftest import Cluster
 from tests.integration.credentials import server_ca_and_address, valid_token
 from tests.integration.support import HANG_GUARD, unscheduled_pod, wait_until
@@ -171,6 +174,44 @@ async def test_list_follows_continue_tokens(
         assert [c[:3] for c in calls] == [("LIST", "pods", 200)] * 4
         selected, _ = await client.list(PODS, ns, label_selector="app=nothing", limit=2)
         assert selected == []
+
+
+async def test_a_list_whose_continue_token_expired_starts_over_at_a_newer_snapshot(
+    client: KubeClient, ns: str, calls: list[tuple[str, str, int, float]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The 410 a server answers an expired continue token comes from the client here, on the
+    second page, so this runs on a real cluster too; the pod created after the first page shows
+    the list started over without the token (a retried token would read the old snapshot), and
+    no item of the dropped first page is listed twice. The next test has the server expire it."""
+    asked: list[str] = []
+
+    async def expire_second_page(method: str, path: str) -> None:
+        if method == "GET" and path == PODS.path(ns):
+            asked.append(path)
+            if len(asked) == 2:
+                raise errors.Gone(410, "Expired", CONTINUE_EXPIRED)
+
+    async with asyncio.timeout(HANG_GUARD):
+        for i in range(5):
+            await client.create(PODS, unscheduled_pod(f"p{i}"), ns)
+        ClientFaults(monkeypatch).before.append(expire_second_page)
+        calls.clear()
+        pages: list[ListPage] = []
+        async for page in client.list_pages(PODS, ns, limit=2):
+            pages.append(page)
+            if len(pages) == 1:
+                await client.create(PODS, unscheduled_pod("p5"), ns)  # after the snapshot
+        assert [p.restarted for p in pages] == [False, True, False, False]
+        items, _ = await collect(replay(pages))
+        assert sorted(i["metadata"]["name"] for i in items) == [f"p{i}" for i in range(6)]
+        assert len(asked) == 5
+        assert [c[:3] for c in calls if c[0] == "LIST"] == [("LIST", "pods", 200)] * 4
+
+
+async def replay(pages: list[ListPage]) -> AsyncIterator[ListPage]:
+    for page in pages:
+        yield page
 
 
 @pytest.mark.embedded_only(reason="fault injection: a forced compaction between two pages")
