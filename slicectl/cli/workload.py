@@ -47,6 +47,15 @@ def crd_manifest() -> dict[str, Any]:
 
 async def apply_crd(client: KubeClient, crd: dict[str, Any], poll: float = 0.05) -> None:
     """Create ``crd`` (or replace the one already there) and wait until discovery serves it."""
+    await put_crd(client, crd)
+    while True:
+        if await crd_served(client, crd):
+            return
+        await asyncio.sleep(poll)
+
+
+async def put_crd(client: KubeClient, crd: dict[str, Any]) -> None:
+    """Create ``crd``, or replace the one already there."""
     try:
         await client.create(CRDS, crd)
     except AlreadyExists:
@@ -55,15 +64,17 @@ async def apply_crd(client: KubeClient, crd: dict[str, Any], poll: float = 0.05)
         body = {**crd, "metadata": {**crd["metadata"],
                                     "resourceVersion": current["metadata"]["resourceVersion"]}}
         await client.replace(CRDS, name, body)
+
+
+async def crd_served(client: KubeClient, crd: dict[str, Any]) -> bool:
+    """Whether discovery lists the resource of ``crd``'s first served version now."""
     spec = crd["spec"]
     version = next(v["name"] for v in spec["versions"] if v.get("served"))
-    path = f"/apis/{spec['group']}/{version}"
-    while True:
-        with contextlib.suppress(NotFound):
-            doc = await client.request("GET", path)
-            if any(r.get("name") == spec["names"]["plural"] for r in doc.get("resources", [])):
-                return
-        await asyncio.sleep(poll)
+    try:
+        doc = await client.request("GET", f"/apis/{spec['group']}/{version}")
+    except NotFound:
+        return False
+    return any(r.get("name") == spec["names"]["plural"] for r in doc.get("resources", []))
 
 
 @dataclass(frozen=True)
