@@ -72,12 +72,14 @@ def _pod(obj: Obj) -> FieldSet:
             "status.nominatedNodeName": _text(status.get("nominatedNodeName"))}
 
 
-def _core_event(obj: Obj, regarding: str, reporting: str, source: Any) -> FieldSet:
-    fields = {f"involvedObject.{k}": _text(_get(obj, f"{regarding}.{k}")) for k in (
+def _event(obj: Obj) -> FieldSet:
+    """A stored (core/v1) Event's fields, whichever group serves it."""
+    fields = {f"involvedObject.{k}": _text(_get(obj, f"involvedObject.{k}")) for k in (
         "kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")}
-    fields.update({"reason": _text(obj.get("reason")),
-                   "reportingComponent": _text(obj.get(reporting)),
-                   "source": _text(source or obj.get(reporting)), "type": _text(obj.get("type"))})
+    reporting = obj.get("reportingComponent")
+    fields.update({"reason": _text(obj.get("reason")), "reportingComponent": _text(reporting),
+                   "source": _text(_get(obj, "source.component") or reporting),
+                   "type": _text(obj.get("type"))})
     return {**fields, **_meta(obj, True)}
 
 
@@ -121,10 +123,9 @@ _BUILTIN: dict[tuple[str, str], TypeFields] = {
         _same("metadata.namespace", "metadata.name", "spec.clusterIP", "spec.type"),
         lambda o: {**_meta(o, True), "spec.clusterIP": _text(_get(o, "spec.clusterIP")),
                    "spec.type": _text(_get(o, "spec.type"))}),
-    ("", "events"): TypeFields(_same(*_EVENT_LABELS), lambda o: _core_event(
-        o, "involvedObject", "reportingComponent", _get(o, "source.component"))),
-    ("events.k8s.io", "events"): TypeFields(_EVENTS_V1_LABELS, lambda o: _core_event(
-        o, "regarding", "reportingController", _get(o, "deprecatedSource.component"))),
+    ("", "events"): TypeFields(_same(*_EVENT_LABELS), _event),
+    # stored as core/v1 Events (slicectl.sim.eventconv): only the labels differ
+    ("events.k8s.io", "events"): TypeFields(_EVENTS_V1_LABELS, _event),
 }
 
 

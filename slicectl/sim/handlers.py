@@ -22,6 +22,7 @@ from aiohttp import web
 
 from slicectl.sim import errors, listoptions, options, watch
 from slicectl.sim.bodies import check_kind, decode_body, read_body, unknown_fields
+from slicectl.sim.eventconv import is_events_v1, to_core, to_events_v1
 from slicectl.sim.lifecycle import Lifecycle, check_preconditions
 from slicectl.sim.listing import list_objects, make_filter, resource_version
 from slicectl.sim.managed import keep_times, manager_name, record
@@ -115,10 +116,22 @@ class Api:
         return obj
 
     def _render(self, rt: ResourceType, obj: Obj) -> Obj:
-        """The stored object as served at ``rt``'s version (custom resources keep one copy)."""
+        """The stored object as served at ``rt``'s version (custom resources keep one copy;
+        events.k8s.io/v1 Events are stored as core/v1 ones)."""
+        if is_events_v1(rt):
+            return to_events_v1(obj)
         if rt.is_custom and obj.get("apiVersion") != rt.group_version:
             return {**obj, "apiVersion": rt.group_version}
         return obj
+
+    def _served(self, rt: ResourceType, namespace: str, name: str) -> Obj | None:
+        """The stored object as ``rt`` serves it, the old object of an update or a patch."""
+        obj = self.store.get(rt, namespace, name)
+        return None if obj is None else self._render(rt, obj)
+
+    def _put(self, rt: ResourceType, obj: Obj) -> Obj:
+        """Store an admitted object written through ``rt``, in its stored form."""
+        return self.store.put(rt, to_core(obj) if is_events_v1(rt) else obj)
 
     def _answer(self, request: web.Request, rt: ResourceType, obj: Obj, status: int = 200,
                 headers: dict[str, str] | None = None) -> web.Response:
@@ -183,6 +196,10 @@ class Api:
                 return to_table(rt, [self._render(rt, obj)], meta, include)
 
         meta_only = form in ("PartialObjectMetadata", "PartialObjectMetadataList")
+        if render is None and not meta_only and is_events_v1(rt):
+            def render(obj: Obj) -> dict[str, Any]:
+                return self._render(rt, obj)
+
         watcher, finished = watch.start(self.store, rt, flt, query, render, meta_only)
         return await watch.stream(request, self.store, watcher, finished, query,
                                   self.bookmark_interval)
@@ -255,7 +272,7 @@ class Api:
         stored_lists(rt, body)
         if dry_run:
             return self._answer(request, rt, body, 201, headers)
-        stored = self.store.put(rt, body)
+        stored = self._put(rt, body)
         if rt is CRD_TYPE:
             self._crd_changed(stored)
         return self._answer(request, rt, stored, 201, headers)
@@ -269,7 +286,7 @@ class Api:
         body = await decode_body(request, rt, "UpdateOptions")
         check_name(body, name, namespace)
         meta = body["metadata"]
-        old = self.store.get(rt, namespace, name)
+        old = self._served(rt, namespace, name)
         # The body's uid is a precondition (the update's Preconditions): a PUT meant for one
         # object never lands on another of the same name, nor re-creates a deleted one.
         uid = meta.get("uid")
@@ -295,7 +312,7 @@ class Api:
         wanted(request)
         raw = await read_body(request)
         options.validate_write("PatchOptions", request.query, apply=media == APPLY_PATCH)
-        old = self.store.get(rt, namespace, name)
+        old = self._served(rt, namespace, name)
         # Server-side apply creates what is missing (patch.go: forceAllowCreate for apply
         # patches, answered 201); any other patch of a missing object is a 404.
         creates = old is None and media == APPLY_PATCH and not subresource
@@ -349,7 +366,7 @@ class Api:
             return self._answer(request, rt, old if result == old else result, 200, headers)
         if deletion_done(result):
             return self._answer(request, rt, self.store.remove(rt, old), 200, headers)
-        stored = self.store.put(rt, result)
+        stored = self._put(rt, result)
         if rt is CRD_TYPE:
             self._crd_changed(stored)
         return self._answer(request, rt, stored, 200, headers)
@@ -424,4 +441,5 @@ class Api:
             self._delete_one(rt, obj, delete_options)[0] for obj in items]
         meta["resourceVersion"] = str(self.store.rv)
         return json_response({"kind": rt.list_kind, "apiVersion": rt.group_version,
-                              "metadata": meta, "items": deleted})
+                              "metadata": meta,
+                              "items": [self._render(rt, o) for o in deleted]})

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from slicectl.sim.eventconv import CORE_EVENTS, EVENTS_V1
 from slicectl.sim.types import ResourceType
 
 
@@ -49,7 +50,7 @@ BUILTINS: tuple[ResourceType, ...] = (
     _rt("", "events", "Event", True, "io.k8s.api.core.v1.Event", short_names=("ev",),
         extra={"create_on_update": True, "unconditional_update": True}),
     _rt("events.k8s.io", "events", "Event", True, "io.k8s.api.events.v1.Event",
-        short_names=("ev",),  # validated as the core Event it is stored as: 422s name that
+        short_names=("ev",),  # stored as the core Event it is validated as: 422s name that
         extra={"create_on_update": True, "unconditional_update": True, "invalid_group": ""}),
     _rt("discovery.k8s.io", "endpointslices", "EndpointSlice", True,
         "io.k8s.api.discovery.v1.EndpointSlice",
@@ -95,5 +96,7 @@ def allows_unconditional_update(rt: ResourceType) -> bool:
 
 
 def storage_key(rt: ResourceType) -> tuple[str, str]:
-    """Objects are stored once per group/resource, whatever version serves them."""
-    return (rt.group, rt.plural)
+    """Objects are stored once per group/resource, whatever version serves them; Events once
+    for both groups that serve them (:mod:`slicectl.sim.eventconv`)."""
+    key = (rt.group, rt.plural)
+    return CORE_EVENTS if key == EVENTS_V1 else key

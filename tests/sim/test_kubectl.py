@@ -223,3 +223,23 @@ async def test_delete_owner_collects_dependents(kubectl: Kubectl) -> None:
         await asyncio.sleep(0.1)
     code, _, err = await kubectl.run("-n", "a", "get", "pod", "child", check=False)
     assert code != 0 and "NotFound" in err
+
+
+async def test_describe_lists_events_recorded_through_events_v1(kubectl: Kubectl) -> None:
+    """kubectl describe lists core/v1 events; slicectl records events.k8s.io/v1 ones."""
+    await kubectl.namespace("a")
+    await kubectl.run("-n", "a", "apply", "-f", "-", stdin=POD)
+    uid = (await kubectl.json("-n", "a", "get", "pod", "p"))["metadata"]["uid"]
+    event = {
+        "apiVersion": "events.k8s.io/v1", "kind": "Event",
+        "metadata": {"name": "p.1", "namespace": "a"},
+        "regarding": {"apiVersion": "v1", "kind": "Pod", "name": "p", "namespace": "a",
+                      "uid": uid},
+        "reason": "InvalidSpec", "note": "port missing", "type": "Warning",
+        "action": "Reconcile", "reportingController": "slicectl.io/endpointselector-controller",
+        "reportingInstance": "slicectl-0", "eventTime": "2026-11-28T21:00:00.000000Z"}
+    await kubectl.run("create", "-f", "-", stdin=json.dumps(event))
+    _, out, _ = await kubectl.run("-n", "a", "describe", "pod", "p")
+    assert "InvalidSpec" in out and "port missing" in out
+    _, out, _ = await kubectl.run("-n", "a", "get", "events.v1.", "-o", "name")
+    assert out.split() == ["event/p.1"]
