@@ -195,6 +195,17 @@ def _event_object(ev: Obj) -> str:
     return f"{str(ref.get('kind', '')).lower()}/{ref.get('name', '')}"
 
 
+def _pod_readiness_gates(pod: Obj) -> str:
+    """printers.go: how many of the pod's readiness gates have a True condition, of all."""
+    gates = _get(pod, "spec", "readinessGates") or []
+    if not gates:
+        return "<none>"
+    true = {c.get("type") for c in _get(pod, "status", "conditions") or []
+            if isinstance(c, dict) and c.get("status") == "True"}
+    met = sum(1 for g in gates if isinstance(g, dict) and g.get("conditionType") in true)
+    return f"{met}/{len(gates)}"
+
+
 def _event_last_seen(ev: Obj) -> str:
     stamp = (ev.get("lastTimestamp") or _get(ev, "series", "lastObservedTime")
              or ev.get("eventTime") or _meta(ev).get("creationTimestamp"))
@@ -207,6 +218,9 @@ _BUILTIN: dict[tuple[str, str], list[Column]] = {
         ("Restarts", "string", "", 0, _pod_restarts), AGE,
         ("IP", "string", "", 1, lambda p: _get(p, "status", "podIP") or "<none>"),
         ("Node", "string", "", 1, lambda p: _get(p, "spec", "nodeName") or "<none>"),
+        ("Nominated Node", "string", "", 1,
+         lambda p: _get(p, "status", "nominatedNodeName") or "<none>"),
+        ("Readiness Gates", "string", "", 1, _pod_readiness_gates),
     ],
     ("", "Node"): [
         NAME, ("Status", "string", "", 0, _node_status), ("Roles", "string", "", 0, _node_roles),

@@ -243,3 +243,15 @@ async def test_describe_lists_events_recorded_through_events_v1(kubectl: Kubectl
     assert "InvalidSpec" in out and "port missing" in out
     _, out, _ = await kubectl.run("-n", "a", "get", "events.v1.", "-o", "name")
     assert out.split() == ["event/p.1"]
+
+
+async def test_get_pods_wide_has_the_real_columns(kubectl: Kubectl) -> None:
+    """kubectl get -o wide prints the server's priority-1 columns: a real v1.32 adds the
+    nominated node and the readiness gates (printers.go's podColumnDefinitions)."""
+    await kubectl.namespace("a")
+    await kubectl.run("-n", "a", "apply", "-f", "-", stdin=POD)
+    _, out, _ = await kubectl.run("-n", "a", "get", "pods", "-o", "wide")
+    header, row = out.splitlines()[:2]
+    assert [c.strip() for c in header.split("   ") if c.strip()][5:] == [
+        "IP", "NODE", "NOMINATED NODE", "READINESS GATES"]
+    assert row.split()[5:] == ["<none>"] * 4
