@@ -22,6 +22,7 @@ from slicectl.kube.client import KubeClient
 from slicectl.kube.errors import Gone
 from slicectl.kube.resources import Resource
 from slicectl.kube.watch import WatchEvent
+from tests.integration.support import wait_until
 
 Rule = Callable[[str, str], Awaitable[None]]  # (method, path): may sleep or raise
 
@@ -32,6 +33,7 @@ class ClientFaults:
         self.after: list[Rule] = []  # run after the server answered (raise: response lost)
         self.down = False  # every request and watch fails with a connection error
         self.watch_gaps: dict[str, asyncio.Event] = {}  # plural -> set when the gap ends
+        self.delivered: dict[str, set[str]] = {}  # plural -> names a watch event carried
         self.gone_after_gap: set[str] = set()  # plurals whose next watch is answered 410
         orig_request = KubeClient.request
         orig_watch = KubeClient.watch
@@ -65,12 +67,25 @@ class ClientFaults:
                         res.plural
                     ].is_set():
                         return  # the gap began: this event is never delivered
+                    name = event.object.get("metadata", {}).get("name")
+                    if name:
+                        faults.delivered.setdefault(res.plural, set()).add(name)
                     yield event
             finally:
                 await stream.aclose()
 
         monkeypatch.setattr(KubeClient, "request", request)
         monkeypatch.setattr(KubeClient, "watch", watch)
+
+    async def wait_delivered(self, plural: str, name: str) -> None:
+        """Until a watch event of ``plural`` carrying ``name`` has reached the controller. A
+        test that saw the controller's own write in a LIST must wait for this before it opens
+        a gap: a gap that swallowed the event would leave the sync waiting for its cache to
+        show that write, for as long as the gap lasts."""
+        async def seen() -> bool:
+            return name in self.delivered.get(plural, set())
+
+        await wait_until(seen, what=f"the watch event of {plural}/{name}")
 
     def open_gap(self, plural: str) -> None:
         """From now on, watches of ``plural`` end at their next event and do not restart."""

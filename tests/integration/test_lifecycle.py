@@ -58,6 +58,7 @@ async def test_a_slice_replaced_under_its_name_in_a_watch_gap_leaves_no_phantom(
         await wait_until(listing(c.client, c.namespace, "web", {"web-0", "web-1"}),
                          what="initial sync")
         [old] = await slices_of(c.client, c.namespace, "web")
+        await faults.wait_delivered("endpointslices", old["metadata"]["name"])
         faults.open_gap("endpointslices")
         await c.client.delete(ENDPOINTSLICES, old["metadata"]["name"], c.namespace)
         await c.client.create(ENDPOINTSLICES, _copy_without_endpoints(old), c.namespace)

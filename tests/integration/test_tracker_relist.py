@@ -48,6 +48,8 @@ async def test_slice_deleted_in_a_watch_gap_ending_in_410_does_not_wedge_the_sel
     faults = ClientFaults(monkeypatch)
     async with running_controller(options(c.kubeconfig, c.namespace, batch_period=0.0)):
         await wait_until(listing(c.client, c.namespace, "web", {"web-0"}), what="initial sync")
+        [first] = await slices_of(c.client, c.namespace, "web")
+        await faults.wait_delivered("endpointslices", first["metadata"]["name"])
         faults.open_gap("endpointslices")
         # A pod without the named port goes to a slice of its own port set: a create.
         await create_pod(c.client, c.namespace, "web-1", "10.80.0.2", {"app": "web"},
