@@ -8,7 +8,8 @@ API Priority and Fairness rejects a request (plain text, no Status, with Retry-A
 Faults that strike AFTER the server acted, per write (create, update, patch, delete): the write
 is applied and then the connection is reset so the client never sees the answer
 (``lost_response_rate``), or the answer is replaced by a 500 (``error_after_rate``, as when the
-etcd commit outlived the request timeout). A client cannot tell these from the faults before, so
+etcd commit outlived the request timeout; a ServerTimeout with ``error_retry_after``, which a
+client resends, so a create lands twice). A client cannot tell these from the faults before, so
 it must retry in a way that survives both (no duplicate from a create retried after it landed).
 The answer can also be held per resource (``answer_latency``) after the write's watch events
 went out, so another client can act on the new object before its writer hears back.
@@ -78,8 +79,8 @@ class Faults:
         # 500 rate for one resource ("pods") or subresource ("endpointselectors/status")
         self.resource_error_rate: dict[str, float] = {}
         self.error_rate = 0.0
-        self.error_retry_after = 0  # >0: the injected 500s are ServerTimeouts with this
-        # Retry-After (seconds), as when etcd is slow to answer
+        self.error_retry_after = 0  # >0: the injected 500s (before or after the server acted)
+        # are ServerTimeouts with this Retry-After (seconds), as when etcd is slow to answer
         self.throttle_rate = 0.0
         self.discovery_error_rate = 0.0  # 503 on discovery (/api, /apis/...), as when an
         # aggregated API is unavailable
@@ -259,9 +260,12 @@ class Faults:
             return response
         if acted and self.error_after_rate > 0 and random.random() < self.error_after_rate:
             self._note("error_after")
-            exc = errors.internal("injected fault after the write was applied")
+            seconds = self.error_retry_after
+            exc = (errors.server_timeout(info.resource, info.group, info.verb, seconds) if seconds
+                   else errors.internal("injected fault after the write was applied"))
             return web.Response(body=_status_body(exc), status=exc.code,
-                                content_type="application/json")
+                                content_type="application/json",
+                                headers={"Retry-After": str(seconds)} if seconds > 0 else None)
         if (info.verb == "list" and self.list_reset_rate > 0 and isinstance(response, web.Response)
                 and random.random() < self.list_reset_rate):
             self._note("list_reset")

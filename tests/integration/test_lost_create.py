@@ -67,3 +67,43 @@ async def test_lost_create_response_makes_no_duplicate(
         assert created[0] == 1, f"{created[0]} slices created for one slice's worth of endpoints"
         assert len(slices) == 1, f"duplicate slices: {[s['metadata']['name'] for s in slices]}"
         assert sorted(names) == ["web-0", "web-1", "web-2"]
+
+
+@pytest.mark.embedded_only(
+    reason="fault injection: slice creates answered 500 with Retry-After after they landed")
+async def test_a_create_resent_after_an_applied_500_leaves_no_duplicate(
+    cluster: Cluster,
+) -> None:
+    """The server applied a slice create, then answered 500 with Retry-After (an etcd
+    timeout after the write): the client resends it, as client-go does, and a second slice with
+    the same endpoints lands under another generated name. The controller must end with one
+    slice listing each pod once."""
+    c = cluster
+    assert c.server is not None
+    faults = c.server.faults
+    await ensure_node(c.client, "node-a", "zone-a")
+    for i in range(3):
+        await create_pod(c.client, c.namespace, f"web-{i}", f"10.71.0.{i + 1}", {"app": "web"})
+    faults.after_resources = frozenset({"endpointslices"})
+    faults.error_retry_after = 1
+    faults.error_after_rate = 1.0
+    try:
+        async with running_controller(options(c.kubeconfig, c.namespace, batch_period=0.0)):
+            await c.client.create(ESEL, selector_body("web", {"app": "web"}), c.namespace)
+
+            async def duplicated() -> bool:
+                return len(await slices_of(c.client, c.namespace, "web")) >= 2
+
+            await wait_until(duplicated, what="a resent create landing twice")
+            faults.error_after_rate = 0.0
+
+            async def healed() -> bool:
+                slices = await slices_of(c.client, c.namespace, "web")
+                return len(slices) == 1 and sorted(
+                    ep["targetRef"]["name"] for ep in slices[0]["endpoints"]
+                ) == ["web-0", "web-1", "web-2"]
+
+            await wait_until(healed, what="one slice listing each pod once")
+    finally:
+        faults.error_after_rate, faults.error_retry_after = 0.0, 0
+        faults.after_resources = frozenset()
