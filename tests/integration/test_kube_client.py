@@ -342,6 +342,22 @@ async def test_429_retry_after_is_honoured(
                 assert resent[3] - sent[3] >= 0.9
 
 
+@contextlib.asynccontextmanager
+async def counting_client(
+    api: Cluster, calls: list[tuple[str, str, int, float]], resent: list[tuple[str, str, int]],
+) -> AsyncIterator[KubeClient]:
+    """A client that notes each request's answer in ``calls`` (verb, resource, status, when)
+    and each resend in ``resent`` (verb, resource, the status that caused it)."""
+    def on_request(verb: str, resource: str, status: int, seconds: float) -> None:
+        calls.append((verb, resource, status, time.monotonic()))
+
+    async with await KubeClient.connect(
+        api.kubeconfig, on_request=on_request,
+        on_retry=lambda verb, resource, status: resent.append((verb, resource, status)),
+    ) as c:
+        yield c
+
+
 @pytest.mark.embedded_only(reason="fault injection: every request answered 500 for a while")
 async def test_a_5xx_is_resent_when_and_only_when_it_carries_retry_after(
     api: Cluster, ns: str, calls: list[tuple[str, str, int, float]],
@@ -351,14 +367,7 @@ async def test_a_5xx_is_resent_when_and_only_when_it_carries_retry_after(
     5xx without one is the caller's to retry."""
     srv = server_of(api)
     resent: list[tuple[str, str, int]] = []
-
-    def on_request(verb: str, resource: str, status: int, seconds: float) -> None:
-        calls.append((verb, resource, status, time.monotonic()))
-
-    async with await KubeClient.connect(
-        api.kubeconfig, on_request=on_request,
-        on_retry=lambda verb, resource, status: resent.append((verb, resource, status)),
-    ) as c, asyncio.timeout(HANG_GUARD):
+    async with counting_client(api, calls, resent) as c, asyncio.timeout(HANG_GUARD):
         await c.create(PODS, unscheduled_pod("t"), ns)
         srv.faults.error_rate = 1.0
         try:
@@ -433,14 +442,7 @@ async def test_a_get_whose_connection_broke_is_resent_and_counted(
     so (it may have been applied)."""
     srv = server_of(api)
     resent: list[tuple[str, str, int]] = []
-
-    def on_request(verb: str, resource: str, status: int, seconds: float) -> None:
-        calls.append((verb, resource, status, time.monotonic()))
-
-    async with await KubeClient.connect(
-        api.kubeconfig, on_request=on_request,
-        on_retry=lambda verb, resource, status: resent.append((verb, resource, status)),
-    ) as c, asyncio.timeout(HANG_GUARD):
+    async with counting_client(api, calls, resent) as c, asyncio.timeout(HANG_GUARD):
         await c.create(PODS, unscheduled_pod("t"), ns)
         calls.clear()
         srv.faults.down(HANG_GUARD)

@@ -93,21 +93,27 @@ class _Idle:
         pass
 
 
-def test_a_contender_that_never_compacts_is_not_billed_the_compaction_wait(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
-) -> None:
-    """kube-controller-manager never reaches the ideal count; slicectl does at once. Their CPU,
-    and the server's, must be counted over equally long tails all the same."""
+def _idle_scenario(monkeypatch: pytest.MonkeyPatch, *, settle: float,
+                   compaction_wait: float) -> Scenario:
+    """A scenario that does nothing, run against a fake cluster and idle controllers."""
     monkeypatch.setattr(runner, "Cluster", _Cluster)
     monkeypatch.setattr(runner, "ControllerProcess", _Idle)
-    monkeypatch.setattr(runner, "SETTLE", 0.05)
-    monkeypatch.setattr(runner, "COMPACTION_WAIT", 1.0)
+    monkeypatch.setattr(runner, "SETTLE", settle)
+    monkeypatch.setattr(runner, "COMPACTION_WAIT", compaction_wait)
 
     async def nothing(_c: Any) -> None:
         return None
 
     monkeypatch.setattr(runner, "slice_write_requests", nothing)
-    scenario = Scenario("rollout", ("sel-00",), nothing, nothing, "idle")
+    return Scenario("rollout", ("sel-00",), nothing, nothing, "idle")
+
+
+def test_a_contender_that_never_compacts_is_not_billed_the_compaction_wait(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+) -> None:
+    """kube-controller-manager never reaches the ideal count; slicectl does at once. Their CPU,
+    and the server's, must be counted over equally long tails all the same."""
+    scenario = _idle_scenario(monkeypatch, settle=0.05, compaction_wait=1.0)
 
     async def run(end_slices: int) -> dict[str, Any]:
         _Cluster.end_slices = end_slices
@@ -127,16 +133,7 @@ def test_a_compacting_controller_left_above_its_ideal_slice_count_fails_the_run(
     """slicectl compacts (naive packs by construction); kube-controller-manager never does, so
     only its runs may end above the ideal count. CI's quick run must catch a slicectl that
     stopped compacting, not just print it."""
-    monkeypatch.setattr(runner, "Cluster", _Cluster)
-    monkeypatch.setattr(runner, "ControllerProcess", _Idle)
-    monkeypatch.setattr(runner, "SETTLE", 0.01)
-    monkeypatch.setattr(runner, "COMPACTION_WAIT", 0.1)
-
-    async def nothing(_c: Any) -> None:
-        return None
-
-    monkeypatch.setattr(runner, "slice_write_requests", nothing)
-    scenario = Scenario("rollout", ("sel-00",), nothing, nothing, "idle")
+    scenario = _idle_scenario(monkeypatch, settle=0.01, compaction_wait=0.1)
 
     class Upstream:  # how the runner starts kube-controller-manager: here, an idle one
         note = "idle"
