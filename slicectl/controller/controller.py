@@ -41,7 +41,7 @@ from slicectl.controller.batching import STREAM_MAX_WINDOW
 from slicectl.controller.caches import CacheView, CountingHandler, selector_resource, wait_served
 from slicectl.controller.outage import OutageRetries
 from slicectl.controller.publish import StatusPublisher
-from slicectl.controller.queue import ShutDown, WorkQueue
+from slicectl.controller.queue import UNDATED, ShutDown, WorkQueue
 from slicectl.controller.routing import Router, record_key
 from slicectl.controller.status import REASON_FAILED_TO_UPDATE
 from slicectl.controller.sync import StaleCache, Syncer, SyncFailed, SyncResult
@@ -233,9 +233,10 @@ class Controller:
         self.queue.clear()
         held = self.syncer.new_term()
         self.router.active = True
-        now = time.time()
         for key in keys:
-            self.queue.add(key, changed_at=now)  # the caches as observed now
+            # A change (the caches as they are now) with no time of its own: each first sync
+            # takes its time from the objects (``first_sync_trigger``).
+            self.queue.add(key, changed_at=UNDATED)
         for key in held.difference(keys):
             self.queue.add(key)  # deleted since: its sync forgets it
         self._initial_progress()
@@ -308,7 +309,7 @@ class Controller:
         started = self._running[key] = time.monotonic()
         result_name = "success"
         # filled (and counted) as writes land, whatever the sync does next
-        writes = WriteResult(on_write=self._count_write(trigger))
+        writes = WriteResult(on_write=self._count_write if self.metrics is not None else None)
         try:
             result = await self.syncer.sync(key, trigger, writes)
         except asyncio.CancelledError:
@@ -350,18 +351,13 @@ class Controller:
             if self.metrics is not None:
                 self.metrics.observe_sync(result_name, time.monotonic() - started)
 
-    def _count_write(self, trigger: float | None) -> Callable[[str], None] | None:
-        """What counts each acknowledged write of a sync as its answer comes, with the age of
-        the change it carries then, also the writes of a sync that then fails (upstream counts
+    def _count_write(self, operation: str, trigger: float | None) -> None:
+        """Count an acknowledged write as its answer comes, with the age of the dated change it
+        carries then (``trigger``), also the writes of a sync that then fails (upstream counts
         ``changes`` per write as it lands)."""
-        metrics = self.metrics
-        if metrics is None:
-            return None
-
-        def count(operation: str) -> None:
-            metrics.slice_write(operation, time.time() - trigger if trigger is not None else None)
-
-        return count
+        if self.metrics is not None:
+            self.metrics.slice_write(operation, time.time() - trigger if trigger is not None
+                                     else None)
 
     def _record(self, key: str, result: SyncResult) -> None:
         """The upstream per-sync figures and slice gauges of a sync that completed."""

@@ -21,7 +21,11 @@ explicit because every one of them prevents a production bug:
   409 on one slice is not a failure at all (the writer refreshes that slice and retries at once).
 
 It also remembers, per key, the wall-clock time of the oldest change not yet synced: that is
-the ``last-change-trigger-time`` the resulting write reflects.
+the ``last-change-trigger-time`` the resulting write reflects. A change with no time of its own
+(a pod deleted or relabelled, a spec or Node change) is added as :data:`UNDATED`: a change all
+the same (the key is due, the selector busy), but it dates nothing, so a write reflecting only
+such changes carries no trigger time, as upstream's tracker finds none and removes the
+annotation.
 """
 
 from __future__ import annotations
@@ -37,6 +41,13 @@ from dataclasses import dataclass
 
 from slicectl.controller.batching import STREAM_MAX_WINDOW, TIMER_SLACK, Edge, Streams
 from slicectl.kube.ratelimit import TokenBucket
+
+UNDATED = math.inf  # ``changed_at`` of a change with no time of its own (module docstring)
+
+
+def dated(trigger: float | None) -> float | None:
+    """A sync's trigger time as a wall-clock time, or None: no change, or none dated."""
+    return None if trigger is None or trigger == UNDATED else trigger
 
 _EDGE_PRUNE_EVERY = 1024  # gets between sweeps of the per-key batching state
 _LAST_START_KEEP = 60.0  # seconds a key's last sync start is remembered for ``min_interval``
@@ -110,9 +121,10 @@ class WorkQueue:
     ) -> None:
         """Schedule ``key`` ``delay`` seconds from now (earlier schedules win).
 
-        ``changed_at`` is the wall-clock time of the change that caused this add; the oldest one
-        per key becomes the trigger time of the next sync. Adds without one (retries, status
-        refreshes) carry no change and so never make a trigger time look older than it is.
+        ``changed_at`` is the wall-clock time of the change that caused this add (or
+        :data:`UNDATED`); the oldest one per key becomes the trigger time of the next sync.
+        Adds without one (retries, status refreshes) carry no change and so never make a
+        trigger time look older than it is.
         ``batch`` (seconds) asks for leading-edge batching instead of a fixed delay: at once if
         the key has not been synced within its window, else at its last sync + the window.
         ``removal`` marks a change that removes (or unreadies) an endpoint: no growing stream.

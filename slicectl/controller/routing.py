@@ -25,12 +25,15 @@ keeps its indexes and queues nothing:
 
 Each change carries its trigger time, as upstream computes ``last-change-trigger-time``: for a
 pod whose Ready condition changed (or that appeared with one), that condition's
-``lastTransitionTime``; otherwise the time the change was observed (the records carry no better
-change time). The queue keeps the oldest per selector: the oldest change the next write
-reflects. A selector's first sync by this process has no such history and takes its time from
-the objects (see :mod:`slicectl.reconcile.trigger`). So the pods of the first lists, before
-:attr:`Router.listed` is set, are the state the process starts from, not changes: a pod Ready
-for a month would otherwise stamp the first write after a restart a month old.
+``lastTransitionTime``; otherwise none (:data:`~slicectl.controller.queue.UNDATED`: a pod
+deleted or relabelled, a spec or Node change; stamping the moment slicectl observed it would
+date the write by the controller's watch, not by the change). The queue keeps the oldest per
+selector: the oldest change the next write reflects, and a write that reflects only undated
+changes carries no annotation, as upstream's. A selector's first sync by this process has no
+such history and takes its time from the objects (see :mod:`slicectl.reconcile.trigger`). So
+the pods of the first lists, before :attr:`Router.listed` is set, are the state the process
+starts from, not changes: a pod Ready for a month would otherwise stamp the first write after a
+restart a month old.
 
 Queue keys are ``<api group>/<namespace>/<name>`` so two selector flavours with the same name in
 one namespace never share a key or each other's slices: a slice goes to the key of its
@@ -48,7 +51,7 @@ from typing import Any
 
 from slicectl.cache.index import SelectedPods, SelectorIndex, keys_to_sync
 from slicectl.cache.store import PodStore
-from slicectl.controller.queue import WorkQueue
+from slicectl.controller.queue import UNDATED, WorkQueue
 from slicectl.controller.tracker import SliceTracker
 from slicectl.model.apis import SELECTOR_APIS
 from slicectl.model.records import (
@@ -140,12 +143,12 @@ class Router:
     def _enqueue(self, keys: Iterable[str], batch: bool, changed_at: float | None = None,
                  removal: bool = True) -> None:
         """Queue ``keys``: leading-edge batched for ``batch`` (pod and node events), at once
-        otherwise; ``changed_at`` is the change's trigger time (default: now); only changes
-        that cannot remove an endpoint (``removal=False``) may grow a key's batch window."""
+        otherwise; ``changed_at`` is the change's trigger time (default: none of its own); only
+        changes that cannot remove an endpoint (``removal=False``) may grow a key's batch
+        window."""
         if not self.active:
             return
-        now = time.time()
-        when = now if changed_at is None else min(changed_at, now)
+        when = UNDATED if changed_at is None else min(changed_at, time.time())
         window = self.batch_period if batch else None
         for key in keys:
             self.queue.add(key, changed_at=when, batch=window, removal=removal)
@@ -325,7 +328,7 @@ class Router:
 
 def pod_trigger_time(old: PodRecord, new: PodRecord) -> float | None:
     """The trigger time of a pod update: its Ready transition time if that changed, else None
-    (the time it is observed)."""
+    (no time of its own)."""
     if new.ready_transition and new.ready_transition != old.ready_transition:
         return parse_rfc3339(new.ready_transition)
     return None

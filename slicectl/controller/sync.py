@@ -38,6 +38,7 @@ from typing import Any, Protocol
 import structlog
 
 from slicectl.controller.publish import StatusPublisher
+from slicectl.controller.queue import dated
 from slicectl.controller.status import (
     REASON_FAILED_TO_UPDATE,
     REASON_INVALID_SPEC,
@@ -196,6 +197,10 @@ class Syncer:
         self._last_change: dict[str, float] = {}  # key -> last sync that carried a change
         self._memos: dict[str, EndpointMemo] = {}  # key -> its pods' endpoints, last sync
         self._synced: set[str] = set()  # keys with a completed sync: their changes carry times
+        # key -> the trigger time its first sync took from the objects, kept for the retries
+        # until one completes (writes that landed before a failure date the slices: read back,
+        # they would show the change as published)
+        self._first_trigger: dict[str, float] = {}
         self._wanted: dict[str, dict[str, Any]] = {}  # key -> status the last sync wanted
         self._submitted: dict[str, dict[str, Any]] = {}  # key -> status last handed to publish
 
@@ -205,6 +210,7 @@ class Syncer:
         self._last_change.pop(key, None)
         self._memos.pop(key, None)
         self._synced.discard(key)
+        self._first_trigger.pop(key, None)
         self._wanted.pop(key, None)
         self._submitted.pop(key, None)
 
@@ -213,6 +219,7 @@ class Syncer:
         trigger time from the objects: what happened since the last term is another leader's
         doing). Returns the keys this syncer holds anything for, the tracker's included."""
         self._synced.clear()
+        self._first_trigger.clear()
         return {*self._memos, *self._wanted, *self._submitted, *self._last_status_write,
                 *self._last_change, *self._tracker.keys()}
 
@@ -293,7 +300,10 @@ class Syncer:
             memo = self._memos[key] = EndpointMemo()
         if key not in self._synced:  # no sync of it completed here yet: no change history
             first = first_sync_trigger(spec, pods, existing, self._settings)
+            kept = self._first_trigger.get(key)
+            first = kept if first is None else first if kept is None else min(first, kept)
             if first is not None:
+                self._first_trigger[key] = first
                 trigger = first if trigger is None else min(trigger, first)
         the_plan = plan(spec, pods, self._in.nodes(), existing, self._settings,
                         compaction_budget=budget, memo=memo)
@@ -305,7 +315,8 @@ class Syncer:
             return replace(await self._sync(key, trigger, token, result), throttled=True)
         if sel.error is not None:
             self._warn(sel, REASON_INVALID_SPEC, sel.error)
-        trigger_time = rfc3339_nano(trigger) if trigger is not None else None
+        result.trigger = when = dated(trigger)
+        trigger_time = rfc3339_nano(when) if when is not None else None
         try:
             if not the_plan.empty:
                 await self._writer.apply(key, spec, the_plan, trigger_time, result, token)
@@ -338,6 +349,7 @@ class Syncer:
             duration_ms=round((self._clock() - started) * 1000, 1),
         )
         self._synced.add(key)
+        self._first_trigger.pop(key, None)
         final = final_slices(existing, the_plan)
         self._warn_unresolved(spec, final)
         retry = await self._report(key, sel, _outcome(sel, final_counts(final)))

@@ -114,13 +114,15 @@ class WriteResult:
     updated: list[ObjectVersion] = field(default_factory=list)
     deleted: list[SliceRecord] = field(default_factory=list)
     conflicts: int = 0
-    # told of each write ("create", "update", "delete") as its answer comes, not when the sync
-    # ends: the sync's later writes may still wait for rate-limit tokens
-    on_write: Callable[[str], None] | None = None
+    # the wall time of the oldest dated change the writes reflect (their trigger time), if any
+    trigger: float | None = None
+    # told of each write ("create", "update", "delete"), with ``trigger``, as its answer comes,
+    # not when the sync ends: the sync's later writes may still wait for rate-limit tokens
+    on_write: Callable[[str, float | None], None] | None = None
 
     def acknowledged(self, operation: str) -> None:
         if self.on_write is not None:
-            self.on_write(operation)
+            self.on_write(operation, self.trigger)
 
     @property
     def writes(self) -> int:

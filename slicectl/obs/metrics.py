@@ -142,7 +142,9 @@ class Metrics:
             ["lane"], buckets=LATENCY_BUCKETS, registry=r)
         self.trigger_to_write = Histogram(
             "slicectl_trigger_to_write_seconds",
-            "Time from the oldest change a slice write reflects to the write's acknowledgement",
+            "Time from the oldest dated change a slice write reflects (a Ready transition, a new "
+            "selector) to the write's acknowledgement; writes of undated changes only (a pod "
+            "deleted or relabelled) are not observed, as they carry no trigger time",
             buckets=LATENCY_BUCKETS, registry=r)
         self.leader = Gauge(
             "slicectl_leader", "1 while this replica holds the leader Lease, else 0", registry=r)

@@ -1,7 +1,7 @@
 """The trigger time of a selector's first sync by this process, taken from the objects.
 
 Why: while the process runs, each change carries its own time into the queue (a pod's Ready
-``lastTransitionTime``, else the moment it was observed; see
+``lastTransitionTime``, else none of its own; see
 :mod:`slicectl.controller.routing`). A selector's first sync has no such history: a selector
 just created, or one whose pods changed while no slicectl was running (and a failed first
 sync's retry has none either: the history starts with a sync that completed). Upstream's tracker
@@ -20,7 +20,7 @@ What it decides, from what the slices already say:
   batch): counted, it would date a write made after a restart by a change published hours
   before;
 * None when neither tells (no annotation, or no newer transition: a deletion has no time of
-  its own), and the caller keeps the time it observed the change.
+  its own), and the write carries no trigger time, as upstream's for a change it cannot date.
 """
 
 from __future__ import annotations

@@ -125,14 +125,15 @@ async def test_sigkill_mid_sync_then_restart_converges_without_duplicates(
     await writes.stop()
 
 
-async def test_the_first_write_after_a_restart_is_dated_by_what_changed_while_down(
+async def test_writes_after_a_restart_are_dated_only_by_changes_with_a_time(
     cluster: Cluster,
 ) -> None:
     """The write that published a pod is dated by its Ready transition; after a restart that
     pod still carries it, and so does every pod the new process lists: neither is a change.
     A pod deleted while no slicectl ran has no time of its own, so the write that removes it
-    is dated when the restarted process saw it, not by the Ready times of the pods it keeps
-    (which would report the whole downtime as network-programming latency)."""
+    carries none, as upstream's write for a change with no trigger time: not the Ready times of
+    the pods it keeps (which would report the whole downtime as network-programming latency),
+    nor the moment the restarted process saw it (the controller's clock, not the change's)."""
     c = cluster
     await ensure_node(c.client, "node-a", "zone-a")
     await c.client.create(ESEL, selector_body("dated", {"app": "dated"}, ports=PORTS),
@@ -158,12 +159,9 @@ async def test_the_first_write_after_a_restart_is_dated_by_what_changed_while_do
     (first,) = await slices_of(c.client, c.namespace, "dated")
     assert (parse_rfc3339(first["metadata"]["annotations"][ANNOTATION_TRIGGER_TIME])
             == parse_rfc3339(ready_since)), "a write is dated by the Ready transition it carries"
-    await asyncio.sleep(2.0)  # so that "when seen" and the Ready time are seconds apart
-    deleted_at = time.time()
     await c.client.delete(PODS, "dated-0", c.namespace, grace_period_seconds=0)
     async with slicectl_process(c):
         await wait_until(lambda: endpoints(2), what="restarted process removed the pod")
     (only,) = await slices_of(c.client, c.namespace, "dated")
-    stamped = parse_rfc3339(only["metadata"]["annotations"][ANNOTATION_TRIGGER_TIME])
-    assert stamped is not None and stamped >= deleted_at - 0.5, (
-        f"the removal is dated {deleted_at - (stamped or 0):.1f} s before the pod was deleted")
+    stamped = (only["metadata"].get("annotations") or {}).get(ANNOTATION_TRIGGER_TIME)
+    assert stamped is None, f"the removal is dated {stamped}, it has no time of its own"

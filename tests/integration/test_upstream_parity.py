@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -159,6 +160,39 @@ async def test_a_change_while_down_carries_its_ready_time(cluster: Cluster) -> N
         await settle(c, "a unready", lambda s: listed(s)["a"]["conditions"]["ready"] is False)
         (s,) = await slices_of(c.client, c.namespace, "web")
         assert trigger_of(s) == parse_rfc3339(changed)
+
+
+async def test_a_write_of_changes_with_no_time_of_their_own_carries_none(
+    cluster: Cluster,
+) -> None:
+    """A pod deleted or relabelled away has no time of its own: upstream's tracker finds no
+    changed trigger time and its write removes the annotation, so a consumer (kube-proxy's
+    network-programming latency) leaves that write out. It was stamped with the moment
+    slicectl saw the change, which the spec rules out."""
+    c = cluster
+    await ensure_node(c.client, "node-a", "zone-a")
+    for i, name in enumerate(("a", "b", "c")):
+        await create_pod(c.client, c.namespace, name, f"10.0.0.{i + 1}", WEB)
+    async with running_controller(options(c.kubeconfig, c.namespace)):
+        await c.client.create(ESEL, selector_body("web", WEB), c.namespace)
+        await settle(c, "3 endpoints", lambda s: len(listed(s)) == 3)
+        (s,) = await slices_of(c.client, c.namespace, "web")
+        trigger_of(s)  # the first write is dated (the selector's creation)
+        await c.client.delete(PODS, "b", c.namespace, grace_period_seconds=0)
+        await settle(c, "b removed", lambda s: set(listed(s)) == {"a", "c"})
+        (s,) = await slices_of(c.client, c.namespace, "web")
+        assert ANNOTATION_TRIGGER_TIME not in (s["metadata"].get("annotations") or {})
+        changed = rfc3339(datetime.now(UTC) - timedelta(seconds=30))  # dated by the kubelet
+        await c.client.patch(PODS, "a", {"status": {"conditions": [
+            {"type": "Ready", "status": "False", "lastTransitionTime": changed}]}},
+            c.namespace, subresource="status")
+        await settle(c, "a unready", lambda s: listed(s)["a"]["conditions"]["ready"] is False)
+        (s,) = await slices_of(c.client, c.namespace, "web")
+        assert trigger_of(s) == parse_rfc3339(changed)
+        await c.client.patch(PODS, "c", {"metadata": {"labels": {"app": "other"}}}, c.namespace)
+        await settle(c, "c relabelled away", lambda s: set(listed(s)) == {"a"})
+        (s,) = await slices_of(c.client, c.namespace, "web")
+        assert ANNOTATION_TRIGGER_TIME not in (s["metadata"].get("annotations") or {})
 
 
 async def test_a_selector_re_created_at_once_replaces_the_old_slices(cluster: Cluster) -> None:
