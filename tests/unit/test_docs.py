@@ -1,5 +1,5 @@
-"""README.md against the code: the ``slicectl run`` flag table, the metric list and the test
-command.
+"""README.md against the code: the ``slicectl run`` flag table, the metric list, the test
+command and the sizing rule with the chart's resources.
 
 Readers copy these (a flag's default into a manifest, a metric's name and labels into a
 dashboard, the test command into a shell), so each test reads the document and checks it against
@@ -9,10 +9,12 @@ what the code and CI do: a change to one without the other fails here.
 from __future__ import annotations
 
 import argparse
+import math
 import re
 from pathlib import Path
 from typing import Any
 
+import yaml
 from prometheus_client.metrics import MetricWrapperBase
 
 from slicectl.cli.flags import parse_duration
@@ -22,6 +24,7 @@ from slicectl.obs.metrics import SUBSYSTEM, Metrics
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 CI = README.parent / ".ci" / "run"
+VALUES = README.parent / "charts" / "slicectl" / "values.yaml"
 
 # Rows whose default is said in words (where the value comes from), not as a value.
 PROSE_DEFAULTS = {"--kubeconfig", "--context", "--leader-elect-resource-namespace"}
@@ -159,3 +162,53 @@ def test_the_readme_test_command_is_what_ci_runs() -> None:
     tests with (constraints.txt, the image's), so a reader tests what ships."""
     steps = sh_block("Run the tests").split(" && ")
     assert [step for step in steps if step not in ci_commands()] == []
+
+
+def mib(text: str) -> float:
+    """``224Mi`` or ``~62 MiB`` (the first number) in MiB."""
+    found = re.search(r"[\d.,]+", text)
+    assert found is not None, text
+    return float(found[0].replace(",", ""))
+
+
+def sizing_rule() -> tuple[float, float, float]:
+    """(base MiB, MiB per 10k pods, MiB per 1,000 selectors) of the README's **Rule:**."""
+    rule = re.search(r"memory = (\d+) MiB \+ (\d+) MiB per 10k pods \+ (\d+) MiB per 1,000 "
+                     r"EndpointSelectors", section("Sizing"))
+    assert rule is not None
+    return float(rule[1]), float(rule[2]), float(rule[3])
+
+
+def test_the_sizing_table_follows_the_rule() -> None:
+    """Each row: steady = the rule's sum, request = that rounded up, limit = 1.5x the request
+    (what the rule tells a reader to set)."""
+    base, per_10k_pods, per_1k_selectors = sizing_rule()
+    row = r"^\| ([\d.]+)k pods, ([\d,]+) selectors \| ([^|]+) \| (\d+)Mi \| (\d+)Mi \|$"
+    rows = re.findall(row, section("Sizing"), re.M)
+    assert len(rows) >= 3
+    for pods, selectors, steady, request, limit in rows:
+        rule = (base + per_10k_pods * float(pods) / 10
+                + per_1k_selectors * float(selectors.replace(",", "")) / 1000)
+        assert math.isclose(mib(steady), rule, abs_tol=0.5), (pods, selectors, steady)
+        assert rule <= float(request) < rule * 1.5, (pods, selectors, request)
+        assert float(limit) == 1.5 * float(request), (pods, selectors, limit)
+
+
+def test_the_sizing_section_states_the_charts_resources() -> None:
+    """The chart's requests and limits as the README quotes them, and the cluster sizes it
+    says they fit, by the rule."""
+    resources = yaml.safe_load(VALUES.read_text())["resources"]
+    text = " ".join(section("Sizing").split())
+    quoted = re.search(r"The chart's defaults \((\w+) request, (\w+) limit\) fit up to about "
+                       r"(\d+)k pods with ([\d,]+) such selectors, or (\d+)k pods with ([\d,]+)",
+                       text)
+    assert quoted is not None
+    assert (quoted[1], quoted[2]) == (resources["requests"]["memory"],
+                                      resources["limits"]["memory"])
+    assert f"the chart requests {resources['requests']['cpu']} and sets no CPU limit" in text
+    assert "cpu" not in resources["limits"]
+    base, per_10k_pods, per_1k_selectors = sizing_rule()
+    for pods, selectors in ((quoted[3], quoted[4]), (quoted[5], quoted[6])):
+        need = (base + per_10k_pods * float(pods) / 10
+                + per_1k_selectors * float(selectors.replace(",", "")) / 1000)
+        assert need <= mib(quoted[1]) < need + per_1k_selectors, (pods, selectors)
