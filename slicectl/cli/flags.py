@@ -111,10 +111,10 @@ def add_packing_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-period", metavar="DURATION", type=duration(), default=0.1,
                    help="batching window of a selector: a change to a selector quiet that "
                         "long, or an isolated change, is synced at once; a burst waits for "
-                        "the window's end (e.g. 100ms)")
+                        "the window's end")
     p.add_argument("--max-batch-period", metavar="DURATION", type=duration(),
                    default=STREAM_MAX_WINDOW,
                    help="the longest a selector's window grows to while it keeps gaining pods "
                         "(a scale-up, a new Deployment) and shares --kube-api-qps with the "
                         "others doing so: how long such pods may wait when many grow at "
-                        "once; at or below --batch-period the window never grows (e.g. 1s)")
+                        "once; at or below --batch-period the window never grows")

@@ -18,6 +18,7 @@ import sys
 from collections.abc import Collection, Sequence
 
 from slicectl.cli import signals
+from slicectl.cli.helptext import DefaultsFormatter
 
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "run": ("slicectl.cli.run", "run the controller"),
@@ -35,7 +36,8 @@ def build_parser(configure: Collection[str] = SUBCOMMANDS.keys()) -> argparse.Ar
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module_name, help_text) in SUBCOMMANDS.items():
-        child = sub.add_parser(name, help=help_text, description=help_text)
+        child = sub.add_parser(name, help=help_text, description=help_text,
+                               formatter_class=DefaultsFormatter)
         if name in configure:
             importlib.import_module(module_name).configure(child)
     return parser

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from slicectl.cli.flags import parse_duration
+from slicectl.cli.helptext import format_duration
 from slicectl.cli.main import build_parser
 from slicectl.cli.run import options_from_args
 from slicectl.controller.batching import STREAM_MAX_WINDOW
@@ -157,6 +158,17 @@ def test_inconsistent_leader_election_timings_exit_2() -> None:
 )
 def test_go_durations(text: str, seconds: float) -> None:
     assert parse_duration(text) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize(
+    ("seconds", "shown"),
+    [(0.0, "0s"), (0.1, "100ms"), (0.00025, "0.25ms"), (1.0, "1s"), (1.5, "1.5s"),
+     (10.0, "10s"), (120.0, "2m"), (90.0, "1m30s"), (3600.0, "1h"), (3605.0, "1h5s")],
+)
+def test_help_writes_a_default_as_the_duration_it_reads(seconds: float, shown: str) -> None:
+    """``--help``'s ``(default 2m)``: the shortest form, which the flag reads back."""
+    assert format_duration(seconds) == shown
+    assert parse_duration(shown) == pytest.approx(seconds)
 
 
 def test_flags_map_to_controller_options() -> None:

@@ -9,6 +9,8 @@ what the code and CI do: a change to one without the other fails here.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import math
 import re
 from pathlib import Path
@@ -18,6 +20,7 @@ import yaml
 from prometheus_client.metrics import MetricWrapperBase
 
 from slicectl.cli.flags import parse_duration
+from slicectl.cli.main import build_parser
 from slicectl.cli.run import configure
 from slicectl.model.apis import DEFAULT_SELECTOR_API
 from slicectl.obs.metrics import SUBSYSTEM, Metrics
@@ -106,6 +109,36 @@ def test_the_flag_table_states_each_default() -> None:
             default = CODE_DEFAULTS.get(flag, actions[flag].default)
             assert value == default, f"README says {flag} defaults to {part}, code: {default!r}"
     assert prose == PROSE_DEFAULTS
+
+
+def help_of_run() -> dict[str, str]:
+    """``slicectl run --help`` as the command prints it: each flag's help text, one line."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
+        build_parser({"run"}).parse_args(["run", "--help"])
+    text = out.getvalue()
+    helps: dict[str, str] = {}
+    for block in re.split(r"\n(?=  -)", text.split("options:", 1)[1]):
+        words = block.split()
+        if words and words[0].startswith("--"):
+            helps[words[0].rstrip(",")] = " ".join(words[1:])
+    return helps
+
+
+def test_run_help_states_the_default_the_table_states() -> None:
+    """A reader of ``slicectl run --help`` sees the defaults the README's table gives."""
+    actions, helps = run_flags(), help_of_run()
+    for flags, cell in table_rows():
+        parts = [p.strip() for p in cell.split(",")]
+        if len(parts) != len(flags):
+            continue  # said in words (test_the_flag_table_states_each_default)
+        for flag, part in zip(flags, parts, strict=True):
+            stated, value = documented_value(part)
+            if not stated or actions[flag].nargs == 0:  # a switch: off unless given
+                continue
+            said = re.search(r"default:? ([^\s);,]+)", helps[flag])
+            assert said is not None, f"slicectl run --help states no default for {flag}"
+            assert documented_value(said[1]) == (True, value), (flag, said[1], part)
 
 
 def documented_metrics() -> dict[str, set[str] | None]:
