@@ -175,6 +175,15 @@ def test_the_metric_list_names_every_metric_with_its_labels() -> None:
             assert labels == exposed[name], name
 
 
+def test_the_readme_names_the_python_pyproject_requires() -> None:
+    """The first command a reader runs needs that Python: on an older one pip stops with
+    "requires a different Python"."""
+    pyproject = (README.parent / "pyproject.toml").read_text()
+    floor = re.search(r'^requires-python = ">=(3\.\d+)"$', pyproject, re.M)
+    assert floor is not None
+    assert f"Python {floor[1]} or later" in section("Try it (no cluster needed)")
+
+
 def sh_block(title: str) -> str:
     """The first ``sh`` code block of the README section ``title``."""
     found = re.search(r"```sh\n(.*?)\n```", section(title), re.S)
