@@ -136,7 +136,10 @@ async def apply_fixture_crd(client: KubeClient, path: Path, *, real: bool) -> No
 async def built_in_group(client: KubeClient, group: str) -> bool:
     """Whether kube-apiserver serves some version of ``group`` itself: the APIServices it
     registers at start for its own groups are labelled ``automanaged=onstart`` (those it adds
-    for a CRD's group say ``true``)."""
+    for a CRD's group say ``true``). A server with no APIServices (the embedded one, also
+    started on its own) routes a CRD's group to the CRD, built in or not."""
+    if not await serves(client, "apiregistration.k8s.io/v1", "apiservices"):
+        return False
     items, _ = await client.list(APISERVICES, label_selector=BUILT_IN)
     return any(s["spec"].get("group") == group for s in items)
 
