@@ -73,6 +73,7 @@ from slicectl.sim.validation import (
 )
 
 JSON = "application/json"
+_TYPE_META = frozenset({"kind", "apiVersion"})  # dropped from a built-in list's items
 DUPLICATE_OWNERS = (".metadata.ownerReferences contains duplicate entries{}; API server dedups "
                     "owner references in 1.20+, and may reject such requests as early as 1.24; "
                     "please fix your requests; duplicate UID(s) observed: {}")
@@ -124,6 +125,15 @@ class Api:
             return {**obj, "apiVersion": rt.group_version}
         return obj
 
+    def _list_items(self, rt: ResourceType, objs: list[Obj]) -> list[Obj]:
+        """``objs`` as a list serves them: a built-in kind's items without ``kind`` and
+        ``apiVersion`` (Go's typed list drops its items' TypeMeta), a custom resource's items
+        as they are (unstructured lists keep them)."""
+        rendered = [self._render(rt, o) for o in objs]
+        if rt.is_custom:
+            return rendered
+        return [{k: v for k, v in o.items() if k not in _TYPE_META} for o in rendered]
+
     def _served(self, rt: ResourceType, namespace: str, name: str) -> Obj | None:
         """The stored object as ``rt`` serves it, the old object of an update or a patch."""
         obj = self.store.get(rt, namespace, name)
@@ -170,12 +180,12 @@ class Api:
             return json_response(partial_list(items, meta))
         if form == "PartialObjectMetadata":
             raise is_a_list(form)
-        items = [self._render(rt, o) for o in items]
         if form == "Table":
             include = query.get("includeObject", "Metadata")
-            return json_response(to_table(rt, items, meta, include))
+            return json_response(to_table(rt, [self._render(rt, o) for o in items], meta,
+                                          include))
         return json_response({"kind": rt.list_kind, "apiVersion": rt.group_version,
-                              "metadata": meta, "items": items})
+                              "metadata": meta, "items": self._list_items(rt, items)})
 
     async def watch(self, request: web.Request, rt: ResourceType,
                     namespace: str) -> web.StreamResponse:
@@ -441,5 +451,4 @@ class Api:
             self._delete_one(rt, obj, delete_options)[0] for obj in items]
         meta["resourceVersion"] = str(self.store.rv)
         return json_response({"kind": rt.list_kind, "apiVersion": rt.group_version,
-                              "metadata": meta,
-                              "items": [self._render(rt, o) for o in deleted]})
+                              "metadata": meta, "items": self._list_items(rt, deleted)})

@@ -11,7 +11,10 @@ embedded one was kinder (each request sent to both, 2026-11-28; expected: the re
 - an object that stops matching a watch's label selector is DELETED with its last state that
   matched (the old labels and content), at the event's resourceVersion;
 - ``limit=-1`` (any limit of 0 or less) is no limit: every item, no continue token, served
-  as an unlimited list is (a resourceVersion with it is NotOlderThan, not Exact).
+  as an unlimited list is (a resourceVersion with it is NotOlderThan, not Exact);
+- the items of a built-in kind's list (a LIST, and a deletecollection's answer) carry no
+  ``kind`` and ``apiVersion`` (Go's typed list drops its items' TypeMeta); a custom resource's
+  items keep theirs, and a GET or a watch event of any kind carries them.
 """
 
 from __future__ import annotations
@@ -173,3 +176,23 @@ async def test_negative_limit_is_no_limit(raw: Raw) -> None:
     _, exact, _ = await raw.request("GET", PODS, limit=-1, resourceVersion=old_rv,
                                     resourceVersionMatch="Exact")
     assert [p["metadata"]["name"] for p in exact["items"]] == ["p0"]
+
+
+async def test_built_in_list_items_carry_no_type_meta(raw: Raw) -> None:
+    await install_chart_crd(raw)
+    lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "l"},
+             "spec": {}}
+    esel = {"apiVersion": "slicectl.io/v1alpha1", "kind": "EndpointSelector",
+            "metadata": {"name": "s"}, "spec": {"selector": {"matchLabels": {"app": "web"}}}}
+    for path, obj in ((SLICES, _slice("t")), (PODS, pod("p")), (LEASES, lease)):
+        created, got, listed = await _created_and_read(raw, path, obj)
+        assert (created["kind"], got["kind"]) == (obj["kind"], obj["kind"])
+        assert "kind" not in listed and "apiVersion" not in listed, listed
+    _, _, esel_listed = await _created_and_read(raw, ESELS, esel)
+    assert (esel_listed["kind"], esel_listed["apiVersion"]) == ("EndpointSelector",
+                                                                "slicectl.io/v1alpha1")
+    (event,) = await raw.watch_lines(LEASES, 1)
+    assert event["object"]["kind"] == "Lease"
+    code, gone, _ = await raw.request("DELETE", LEASES)
+    assert code == 200 and gone["kind"] == "LeaseList", gone
+    assert [set(i) & {"kind", "apiVersion"} for i in gone["items"]] == [set()], gone
