@@ -1,0 +1,624 @@
+"""Differential test: the same pods under kube-controller-manager and under slicectl, diffed.
+
+Earlier reviews compared slicectl with the upstream EndpointSlice controller by reading its
+code; this runs both on one real kube-apiserver. Every case is one pod label selector that a
+Service (for kube-controller-manager's endpointslice controller) and an EndpointSelector (for
+slicectl) share, with the same ports (:func:`benchmarks.baselines.upstream.service_manifest`
+has the rule). Pods are written as a kubelet writes them: created with ``nodeName``, then their
+status PATCHed with IPs, conditions and container statuses; terminating ones are held by a
+finalizer. Once both controllers are quiet, their slices are normalized (:func:`view`) and
+every difference is a row: what, upstream's value, slicectl's value, and whether it is one that
+SPEC.md or README.md names (:data:`DOCUMENTED`).
+
+``python -m benchmarks.differential --kubeconfig K --kcm-binary B`` prints the table; the
+test ``tests/integration/test_upstream_differential.py`` runs it on a real cluster
+(``SLICECTL_TEST_KUBECONFIG``, with ``SLICECTL_BENCH_KCM`` for the binary), and fails on any row
+that is not documented. An endpointslice controller that already serves the cluster (kind's
+kube-controller-manager) is used as it is: it writes slices for the cases' Services before
+anything is started (:func:`upstream_serves`); otherwise one is started from the binary with
+only that controller, and stopped at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchmarks.apiserver import free_port, stop_process
+from benchmarks.baselines.upstream import SERVICE_NAME_LABEL, UPSTREAM_MANAGED_BY
+from slicectl.cli import workload
+from slicectl.kube.client import KubeClient
+from slicectl.kube.errors import AlreadyExists, ApiError, NotFound
+from slicectl.kube.resources import ENDPOINTSLICES, NAMESPACES, NODES, PODS, Resource
+from slicectl.model.records import LABEL_MANAGED_BY, LABEL_SELECTOR_NAME
+
+ESEL = Resource("slicectl.io", "v1alpha1", "endpointselectors", True, "EndpointSelector")
+SERVICES = Resource("", "v1", "services", True, "Service")
+HOLD = "diff.slicectl.io/hold"  # the finalizer that keeps terminating pods terminating
+ZONE = "topology.kubernetes.io/zone"
+HEADLESS_LABEL = "service.kubernetes.io/headless"
+TRIGGER = "endpoints.kubernetes.io/last-change-trigger-time"
+COMMON_LABELS = {"team": "diff", "app.kubernetes.io/part-of": "differential"}
+SETTLE_S = 6.0  # both sides unchanged this long: done
+LIMIT_S = 120.0
+
+
+@dataclass(frozen=True)
+class PodCase:
+    """One pod, as a kubelet would report it."""
+
+    name: str
+    ips: tuple[str, ...] = ("auto",)  # "auto": the next IPv4 of the case; () : no IP
+    ready: bool = True
+    phase: str = "Running"
+    node: str = "a"  # a, b (zones), nozone, ghost (no such Node)
+    ports: tuple[tuple[str, int, str], ...] = (("http", 8080, "TCP"),)
+    sidecar_ports: tuple[tuple[str, int, str], ...] = ()  # restartable init container
+    init_ports: tuple[tuple[str, int, str], ...] = ()  # plain init container
+    terminating: bool = False
+    host_network: bool = False
+    readiness_gate: bool | None = None  # None: no gate; else the gate's status
+    hostname: str = ""
+    subdomain: str = ""
+    conditions: bool = True  # False: the status has no conditions at all
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    ports: tuple[dict[str, Any], ...]  # EndpointSelector ports (targetPort, name, protocol)
+    pods: tuple[PodCase, ...]
+    families: tuple[str, ...] = ()  # EndpointSelector ipFamilies; () : not set
+    service: dict[str, Any] = field(default_factory=dict)  # extra Service spec fields
+
+
+def _many(n: int) -> tuple[PodCase, ...]:
+    return tuple(PodCase(f"p{i:03d}", node="ab"[i % 2]) for i in range(n))
+
+
+HTTP = ({"name": "http", "targetPort": 8080},)
+CASES = (
+    Case("basic", HTTP, (
+        PodCase("ready"), PodCase("notready", ready=False, node="b"),
+        PodCase("succeeded", phase="Succeeded", ready=False),
+        PodCase("failed", phase="Failed", ready=False),
+        PodCase("noip", ips=(), phase="Pending", ready=False),
+        PodCase("nozone", node="nozone"), PodCase("ghost", node="ghost"),
+        PodCase("hostnet", ips=("192.168.77.10",), host_network=True),
+        PodCase("gated", ready=False, readiness_gate=False),
+        PodCase("gate-ok", readiness_gate=True),
+        PodCase("term-ready", terminating=True),
+        PodCase("term-notready", ready=False, terminating=True),
+        PodCase("named-host", hostname="h1", subdomain="basic"),
+        PodCase("other-host", hostname="h2", subdomain="other"),
+        PodCase("no-conditions", ready=False, conditions=False),
+        PodCase("term-succeeded", phase="Succeeded", ready=False, terminating=True),
+        PodCase("pending-ip", phase="Pending", ready=False),
+        PodCase("phase-unknown", phase="Unknown", ready=False),
+        PodCase("hostnet2", ips=("192.168.77.10",), host_network=True),
+        PodCase("ipchange"),
+    )),
+    Case("named", ({"name": "http", "targetPort": "web"},
+                   {"name": "metrics", "targetPort": "metrics"}), (
+        PodCase("web8080", ports=(("web", 8080, "TCP"), ("metrics", 9090, "TCP"))),
+        PodCase("web8081", ports=(("web", 8081, "TCP"), ("metrics", 9090, "TCP"))),
+        PodCase("noweb", ports=(("metrics", 9090, "TCP"),)),
+        PodCase("webudp", ports=(("web", 8080, "UDP"), ("metrics", 9090, "TCP"))),
+        PodCase("sidecar", ports=(("metrics", 9090, "TCP"),),
+                sidecar_ports=(("web", 7070, "TCP"),)),
+        PodCase("initonly", ports=(("metrics", 9090, "TCP"),),
+                init_ports=(("web", 6060, "TCP"),)),
+        PodCase("none", ports=()),
+    )),
+    Case("multi", ({"name": "tcp", "protocol": "TCP", "targetPort": 8080},
+                   {"name": "udp", "protocol": "UDP", "targetPort": 53},
+                   {"name": "sctp", "protocol": "SCTP", "targetPort": 9999,
+                    "appProtocol": "example.com/x"}),
+         (PodCase("m1"), PodCase("m2", node="b"), PodCase("m3", ready=False))),
+    Case("noports", (), (PodCase("n1"), PodCase("n2", ready=False)),
+         service={"clusterIP": "None"}),
+    Case("dual", HTTP, (
+        PodCase("both", ips=("auto", "fd00:10::1")),
+        PodCase("v6", ips=("fd00:10::2",)),
+        PodCase("v4", ips=("auto",)),
+        PodCase("v6long", ips=("fd00:10:0:0:0:0:0:3",)),
+        PodCase("v4zeros", ips=("10.99.0.010",)),
+        PodCase("v6first", ips=("fd00:10::4", "auto")),
+        PodCase("mapped", ips=("::ffff:10.99.1.1",)),
+    ), families=("IPv4",)),
+    Case("empty", HTTP, ()),
+    Case("trigger", HTTP, (PodCase("t1"), PodCase("t2"))),
+    Case("reselect", HTTP, (PodCase("r1"), PodCase("r2", ready=False))),
+    Case("split", ({"name": "http", "targetPort": "web"},), tuple(
+        PodCase(f"s{i:03d}", ports=(("web", 8080 + i % 3, "TCP"),)) for i in range(150))),
+    Case("big", HTTP, _many(250)),
+)
+
+
+# -- building the world ------------------------------------------------------------------
+
+
+def _container_ports(ports: tuple[tuple[str, int, str], ...]) -> list[dict[str, Any]]:
+    return [{"name": n, "containerPort": p, "protocol": proto} for n, p, proto in ports]
+
+
+def pod_manifest(case: Case, pod: PodCase, node: str) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "nodeName": node, "terminationGracePeriodSeconds": 30,
+        "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10",
+                        "ports": _container_ports(pod.ports)}],
+    }
+    init = []
+    if pod.init_ports:
+        init.append({"name": "init", "image": "registry.k8s.io/pause:3.10",
+                     "ports": _container_ports(pod.init_ports)})
+    if pod.sidecar_ports:
+        init.append({"name": "sidecar", "image": "registry.k8s.io/pause:3.10",
+                     "restartPolicy": "Always", "ports": _container_ports(pod.sidecar_ports)})
+    if init:
+        spec["initContainers"] = init
+    if pod.host_network:
+        spec["hostNetwork"] = True
+        for c in (*spec["containers"], *init):
+            for p in c["ports"]:
+                p["hostPort"] = p["containerPort"]
+    if pod.readiness_gate is not None:
+        spec["readinessGates"] = [{"conditionType": "example.com/gate"}]
+    if pod.hostname:
+        spec["hostname"] = pod.hostname
+    if pod.subdomain:
+        spec["subdomain"] = pod.subdomain
+    meta: dict[str, Any] = {"name": pod.name, "labels": {"diff-case": case.name}}
+    if pod.terminating:
+        meta["finalizers"] = [HOLD]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+
+
+def pod_status(pod: PodCase, ips: list[str], now: str) -> dict[str, Any]:
+    """The status a kubelet writes: phase, IPs, conditions, container statuses."""
+    def cond(kind: str, ok: bool) -> dict[str, Any]:
+        return {"type": kind, "status": "True" if ok else "False", "lastTransitionTime": now}
+
+    running = pod.phase == "Running"
+    conditions = [cond("PodScheduled", True), cond("Initialized", True),
+                  cond("ContainersReady", running and (pod.ready or pod.readiness_gate is False)),
+                  cond("Ready", pod.ready)]
+    if pod.readiness_gate is not None:
+        conditions.append(cond("example.com/gate", pod.readiness_gate))
+    state: dict[str, Any] = ({"running": {"startedAt": now}} if running else
+                             {"terminated": {"exitCode": 0 if pod.phase == "Succeeded" else 1,
+                                             "reason": "Completed" if pod.phase == "Succeeded"
+                                             else "Error", "startedAt": now, "finishedAt": now}}
+                             if pod.phase in ("Succeeded", "Failed") else
+                             {"waiting": {"reason": "ContainerCreating"}})
+    status: dict[str, Any] = {
+        "phase": pod.phase, "hostIP": "192.168.77.10", "hostIPs": [{"ip": "192.168.77.10"}],
+        "startTime": now, "conditions": conditions if pod.conditions else [],
+        "containerStatuses": [{"name": "main", "ready": running and pod.ready,
+                               "restartCount": 0, "image": "registry.k8s.io/pause:3.10",
+                               "imageID": "", "started": running, "state": state}],
+    }
+    if ips:
+        status["podIP"] = ips[0]
+        status["podIPs"] = [{"ip": ip} for ip in ips]
+    return {"status": status}
+
+
+@dataclass
+class World:
+    """The namespace, Nodes, Services and EndpointSelectors of one run."""
+
+    client: KubeClient
+    namespace: str
+    nodes: dict[str, str]  # role -> Node name
+    services: bool  # whether the server serves Services (the embedded one does not)
+    errors: list[str] = field(default_factory=list)
+
+    @classmethod
+    async def build(cls, client: KubeClient, run_id: str) -> World:
+        ns = f"diff-{run_id}"
+        await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
+                                         "metadata": {"name": ns}})
+        nodes = {role: f"diff-{run_id}-{role}" for role in ("a", "b", "nozone", "ghost")}
+        for role, zone in (("a", "zone-a"), ("b", "zone-b"), ("nozone", None)):
+            labels = {ZONE: zone} if zone else {}
+            await client.create(NODES, {"apiVersion": "v1", "kind": "Node", "metadata": {
+                "name": nodes[role], "labels": labels}})
+        core = await client.request("GET", "/api/v1")
+        served = {r.get("name") for r in core.get("resources") or ()}
+        if "serviceaccounts" in served:
+            await _wait_default_sa(client, ns)
+        return cls(client, ns, nodes, "services" in served)
+
+    async def add_case(self, case: Case) -> None:
+        selector = {"diff-case": case.name}
+        service = service_for(case)
+        esel: dict[str, Any] = {
+            "apiVersion": "slicectl.io/v1alpha1", "kind": "EndpointSelector",
+            "metadata": {"name": case.name, "labels": dict(COMMON_LABELS)},
+            "spec": {"selector": {"matchLabels": selector}, "ports": list(case.ports)}}
+        if case.families:
+            esel["spec"]["ipFamilies"] = list(case.families)
+        if self.services:
+            await self.client.create(SERVICES, service, self.namespace)
+        await self.client.create(ESEL, esel, self.namespace)
+        serial = iter(range(1, 100000))
+        sem = asyncio.Semaphore(16)
+
+        async def one(pod: PodCase) -> None:
+            ips = [f"10.{77 + CASES.index(case)}.{n // 250}.{n % 250 + 1}" if ip == "auto"
+                   else ip for ip, n in ((ip, next(serial)) for ip in pod.ips)]
+            async with sem:
+                await self._add_pod(case, pod, ips)
+
+        await asyncio.gather(*(one(p) for p in case.pods))
+
+    async def _add_pod(self, case: Case, pod: PodCase, ips: list[str]) -> None:
+        ns = self.namespace
+        await self.client.create(PODS, pod_manifest(case, pod, self.nodes[pod.node]), ns)
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        try:
+            await self.client.patch(PODS, pod.name, pod_status(pod, ips, now), ns,
+                                    subresource="status")
+        except ApiError as exc:  # a refused status is a finding, reported
+            self.errors.append(f"{case.name}/{pod.name}: status refused: {exc}")
+        if pod.terminating:
+            await self.client.delete(PODS, pod.name, ns, grace_period_seconds=30)
+
+    async def mutate(self) -> None:
+        """The second phase: changes to Nodes, pods, labels and ports while both run."""
+        ns, c = self.namespace, self.client
+        await c.create(NODES, {"apiVersion": "v1", "kind": "Node", "metadata": {
+            "name": self.nodes["ghost"], "labels": {ZONE: "zone-g"}}})
+        await c.patch(NODES, self.nodes["b"], {"metadata": {"labels": {ZONE: "zone-b2"}}})
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        await c.patch(PODS, "notready", {"status": {"conditions": [
+            {"type": "ContainersReady", "status": "True", "lastTransitionTime": now},
+            {"type": "Ready", "status": "True", "lastTransitionTime": now}]}}, ns,
+            subresource="status")
+        await c.patch(PODS, "ready", {"status": {"phase": "Succeeded"}}, ns,
+                      subresource="status")
+        await c.patch(PODS, "m1", {"metadata": {"labels": {"diff-case": "gone"}}}, ns)
+        for res in self._selectors():
+            await c.patch(res, "multi", {"metadata": {"labels": {
+                "team": None, "tier": "x", "endpointslice.kubernetes.io/skip-mirror": "true"}}},
+                ns)
+        multi = next(k for k in CASES if k.name == "multi")
+        ports = [{**p, "targetPort": 8081} if p["name"] == "tcp" else p for p in multi.ports]
+        await c.patch(ESEL, "multi", {"spec": {"ports": ports}}, ns)
+        svc = service_for(Case("multi", tuple(ports), ()))
+        if self.services:
+            await c.patch(SERVICES, "multi", {"spec": {"ports": svc["spec"]["ports"]}}, ns)
+        for i in range(100):
+            await c.delete(PODS, f"p{i:03d}", ns, grace_period_seconds=0)
+        await c.delete(PODS, "noweb", ns, grace_period_seconds=0)
+        await c.patch(PODS, "term-notready", {"metadata": {"finalizers": None}}, ns)
+        await c.delete(PODS, "term-notready", ns, grace_period_seconds=0)
+        await c.delete(NODES, self.nodes["nozone"])
+        try:
+            await c.patch(PODS, "ipchange", {"status": {"podIP": "10.97.0.1", "podIPs": [
+                {"ip": "10.97.0.1"}]}}, ns, subresource="status")
+        except ApiError as exc:  # the server's answer is the finding
+            self.errors.append(f"ipchange refused: {exc}")
+        for res in self._selectors():
+            selector = {"diff-case": "multi"}
+            await c.patch(res, "reselect", {"spec": {"selector": selector if res is SERVICES
+                                                     else {"matchLabels": selector}}}, ns)
+        empty = next(k for k in CASES if k.name == "empty")
+        await asyncio.gather(*(self._add_pod(empty, PodCase(f"e{i}"), [f"10.98.0.{i + 1}"])
+                               for i in range(2)))
+        await c.patch(PODS, "t1", {"status": {"conditions": [
+            {"type": "ContainersReady", "status": "False", "lastTransitionTime": now},
+            {"type": "Ready", "status": "False", "lastTransitionTime": now}]}}, ns,
+            subresource="status")
+
+    def _selectors(self) -> tuple[Resource, ...]:
+        return (SERVICES, ESEL) if self.services else (ESEL,)
+
+    async def cleanup(self) -> None:
+        with contextlib.suppress(NotFound):
+            pods, _ = await self.client.list(PODS, self.namespace)
+            for p in pods:
+                if p["metadata"].get("finalizers"):
+                    await self.client.patch(PODS, p["metadata"]["name"],
+                                            {"metadata": {"finalizers": None}}, self.namespace)
+            await self.client.request("DELETE", f"/api/v1/namespaces/{self.namespace}/pods",
+                                      params={"gracePeriodSeconds": "0"})
+            await self.client.delete(NAMESPACES, self.namespace)
+        for node in self.nodes.values():
+            with contextlib.suppress(NotFound):
+                await self.client.delete(NODES, node)
+
+
+def service_for(case: Case) -> dict[str, Any]:
+    """The Service standing for ``case``'s EndpointSelector (ports get numbers 80, 81, ...)."""
+    ports = []
+    for i, p in enumerate(case.ports):
+        sp = {"name": p.get("name", ""), "protocol": p.get("protocol", "TCP"),
+              "port": 80 + i, "targetPort": p["targetPort"]}
+        if "appProtocol" in p:
+            sp["appProtocol"] = p["appProtocol"]
+        ports.append(sp)
+    spec: dict[str, Any] = {"selector": {"diff-case": case.name}, "ports": ports, **case.service}
+    return {"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": case.name, "labels": dict(COMMON_LABELS)}, "spec": spec}
+
+
+async def _wait_default_sa(client: KubeClient, ns: str) -> None:
+    sa = Resource("", "v1", "serviceaccounts", True, "ServiceAccount")
+    for _ in range(100):
+        with contextlib.suppress(NotFound):
+            await client.get(sa, "default", ns)
+            return
+        await asyncio.sleep(0.1)
+    with contextlib.suppress(AlreadyExists):
+        await client.create(sa, {"apiVersion": "v1", "kind": "ServiceAccount",
+                                 "metadata": {"name": "default"}}, ns)
+
+
+# -- normalizing and diffing ----------------------------------------------------------------
+
+
+def _ports(slice_: dict[str, Any]) -> str:
+    """The slice's ports exactly as stored (absent fields stay absent), in a stable order."""
+    return json.dumps(sorted(slice_.get("ports") or (), key=lambda p: json.dumps(
+        p, sort_keys=True)), sort_keys=True)
+
+
+def view(slices: list[dict[str, Any]], identity_label: str) -> dict[str, Any]:
+    """What a consumer sees in a set of slices, independent of how they were named."""
+    groups: dict[str, list[int]] = {}
+    endpoints: dict[str, Any] = {}
+    labels: set[str] = set()
+    annotations: set[str] = set()
+    owners: set[str] = set()
+    triggers: set[str] = set()
+    for s in slices:
+        meta = s["metadata"]
+        owners |= {f"controller={o.get('controller')} blockOwnerDeletion="
+                   f"{o.get('blockOwnerDeletion')}" for o in meta.get("ownerReferences") or ()}
+        owners.add(f"generateName={bool(meta.get('generateName'))}")
+        triggers.add((meta.get("annotations") or {}).get(TRIGGER, ""))
+        key = f"{s.get('addressType')} ports={_ports(s)}"
+        eps = s.get("endpoints") or []
+        groups.setdefault(key, []).append(len(eps))
+        for ep in eps:
+            name = (ep.get("targetRef") or {}).get("name", "?")
+            endpoints[f"{name} {s.get('addressType')}"] = {**ep, "slice": key}
+        labels |= {f"{k}={v}" for k, v in (s["metadata"].get("labels") or {}).items()
+                   if k not in (identity_label, LABEL_MANAGED_BY)}
+        annotations |= set(s["metadata"].get("annotations") or {})
+    return {"groups": {k: sorted(v, reverse=True) for k, v in groups.items()},
+            "endpoints": endpoints, "labels": sorted(labels), "annotations": sorted(annotations),
+            "owners": sorted(owners), "triggers": sorted(triggers)}
+
+
+@dataclass(frozen=True)
+class Row:
+    case: str
+    what: str
+    upstream: Any
+    slicectl: Any
+    documented: str  # why the difference is intended, or "" (a finding)
+
+
+TRIGGER_WHY = (
+    "README 'The EndpointSelector API': a change with no time of its own (a deletion, a "
+    "relabel, a selector or Node change) is stamped with the time slicectl observed it; "
+    "upstream's tracker has none and removes the annotation from such writes (also from its "
+    "own rewrites: headless nil ports, retries)")
+CANONICAL = "SPEC 3: addresses in canonical form; upstream copies the pod's text"
+# (cases or None for every case, what the row starts with, where SPEC.md or README.md says so)
+DOCUMENTED: tuple[tuple[frozenset[str] | None, str, str], ...] = (
+    (frozenset({"basic"}), "endpoint ghost ", (
+        "SPEC 3: a pod whose Node is not known is listed without zone; upstream skips it")),
+    (frozenset({"basic"}), "endpoint nozone ", (
+        "SPEC 3: a pod whose Node was deleted is listed without zone; upstream drops it")),
+    (frozenset({"basic"}), "group ", "follows from the pods of missing Nodes (SPEC 3)"),
+    (frozenset({"named"}), "endpoint sidecar ", (
+        "SPEC 3: a named port is also looked up in restartable init containers; v1.32's "
+        "k8s.io/endpointslice findPort reads only containers")),
+    (frozenset({"named"}), "group ", "follows from the sidecar pod (SPEC 3)"),
+    (None, "label service.kubernetes.io/headless", (
+        "a Service-only label: an EndpointSelector has no clusterIP (SPEC 2 lists the labels)")),
+    (None, "label endpointslice.kubernetes.io/", (
+        "README 'The EndpointSelector API': labels in the EndpointSlice API's own domain are "
+        "never copied from the selector")),
+    (frozenset({"dual"}), "endpoint v4zeros IPv4 addresses", CANONICAL),
+    (frozenset({"dual"}), "endpoint mapped IPv4 addresses", CANONICAL),
+    (frozenset({"big"}), "group ", (
+        "README 'Fewer writes than upstream': packing differs, the endpoint set is the same")),
+    (frozenset(c.name for c in CASES if c.name != "trigger"), "trigger times", TRIGGER_WHY),
+    (frozenset(c.name for c in CASES if c.name != "trigger"), "annotations", TRIGGER_WHY),
+)
+
+
+def documented(case: str, what: str) -> str:
+    for cases, prefix, why in DOCUMENTED:
+        if (cases is None or case in cases) and what.startswith(prefix):
+            return why
+    return ""
+
+
+def diff(case: str, up: dict[str, Any], ours: dict[str, Any], phase: str = "") -> list[Row]:
+    rows: list[Row] = []
+
+    def add(what: str, a: Any, b: Any) -> None:
+        if a != b:
+            rows.append(Row(phase + case, what, a, b, documented(case, what)))
+
+    for key in sorted(set(up["groups"]) | set(ours["groups"])):
+        add(f"group {key}", up["groups"].get(key), ours["groups"].get(key))
+    for key in sorted(set(up["endpoints"]) | set(ours["endpoints"])):
+        a, b = up["endpoints"].get(key), ours["endpoints"].get(key)
+        if a is None or b is None:
+            add(f"endpoint {key}", a, b)
+            continue
+        for f in sorted(set(a) | set(b)):
+            add(f"endpoint {key} {f}", a.get(f), b.get(f))
+    for label in sorted(set(up["labels"]) ^ set(ours["labels"])):
+        add(f"label {label}", label in up["labels"], label in ours["labels"])
+    add("annotations", up["annotations"], ours["annotations"])
+    add("owner references", up["owners"], ours["owners"])
+    add("trigger times", up["triggers"], ours["triggers"])
+    return rows
+
+
+# -- running both controllers ----------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def controllers(kubeconfig: str, kcm_binary: str | None, namespace: str,
+                log_dir: Path) -> Iterator[None]:
+    """slicectl on ``namespace``, and a kube-controller-manager running only the endpointslice
+    controller if ``kcm_binary`` is given (None: one serves the cluster already)."""
+    procs: list[subprocess.Popen[Any]] = []
+    logs = []
+    try:
+        if kcm_binary:
+            log = open(log_dir / "kcm.log", "ab")  # noqa: SIM115 - closed below
+            logs.append(log)
+            procs.append(subprocess.Popen(kcm_command(kcm_binary, kubeconfig), stdout=log,
+                                          stderr=subprocess.STDOUT))
+        log = open(log_dir / "slicectl.log", "ab")  # noqa: SIM115 - closed below
+        logs.append(log)
+        procs.append(subprocess.Popen(
+            [sys.executable, "-m", "slicectl", "run", "--kubeconfig", kubeconfig,
+             "--namespace", namespace, "--metrics-bind-address", "0",
+             "--health-probe-bind-address", "0", "--log-format", "json"],
+            stdout=log, stderr=subprocess.STDOUT))
+        yield
+    finally:
+        for proc in procs:
+            stop_process(proc, 15)
+        for log in logs:
+            log.close()
+
+
+def kcm_command(binary: str, kubeconfig: str) -> list[str]:
+    """kube-controller-manager with only the endpointslice controller, upstream defaults."""
+    return [binary, f"--kubeconfig={kubeconfig}", f"--authentication-kubeconfig={kubeconfig}",
+            f"--authorization-kubeconfig={kubeconfig}", "--controllers=endpointslice",
+            "--leader-elect=false", "--use-service-account-credentials=false",
+            "--bind-address=127.0.0.1", f"--secure-port={free_port()}", "--v=2"]
+
+
+async def both_views(client: KubeClient, ns: str, case: str) -> tuple[Any, Any]:
+    items, _ = await client.list(ENDPOINTSLICES, ns)
+    live = [s for s in items if not s["metadata"].get("deletionTimestamp")]
+    up = [s for s in live if (s["metadata"].get("labels") or {}).get(SERVICE_NAME_LABEL) == case
+          and s["metadata"]["labels"].get(LABEL_MANAGED_BY) == UPSTREAM_MANAGED_BY]
+    ours = [s for s in live if (s["metadata"].get("labels") or {}).get(LABEL_SELECTOR_NAME)
+            == case]
+    return view(up, SERVICE_NAME_LABEL), view(ours, LABEL_SELECTOR_NAME)
+
+
+async def settled(client: KubeClient, ns: str) -> dict[str, tuple[Any, Any]]:
+    """Both controllers' views of every case once neither changed for ``SETTLE_S``."""
+    last: dict[str, tuple[Any, Any]] = {}
+    stable_since = time.monotonic()
+    deadline = time.monotonic() + LIMIT_S
+    while time.monotonic() < deadline:
+        now = {c.name: await both_views(client, ns, c.name) for c in CASES}
+        started = all(v[0]["groups"] and v[1]["groups"] for v in now.values())
+        if now != last or not started:
+            last, stable_since = now, time.monotonic()
+        elif time.monotonic() - stable_since >= SETTLE_S:
+            return now
+        await asyncio.sleep(1.0)
+    raise TimeoutError(f"the slices did not settle within {LIMIT_S:g} s")
+
+
+@contextlib.asynccontextmanager
+async def world(client: KubeClient) -> AsyncIterator[World]:
+    w = await World.build(client, uuid.uuid4().hex[:6])
+    try:
+        yield w
+    finally:
+        await w.cleanup()
+
+
+async def upstream_serves(client: KubeClient, ns: str, wait_s: float = 5.0) -> bool:
+    """Whether an endpointslice controller serves the cluster already (kind's, or a shared
+    kube-controller-manager): it writes slices for the Services before anything is started."""
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        items, _ = await client.list(ENDPOINTSLICES, ns, label_selector=(
+            f"{LABEL_MANAGED_BY}={UPSTREAM_MANAGED_BY}"))
+        if items:
+            return True
+        await asyncio.sleep(0.5)
+    return False
+
+
+async def run(kubeconfig: str, kcm_binary: str | None,
+              log_dir: Path) -> tuple[str, list[Row], list[str]] | None:
+    """Build every case, run both controllers, diff: (how upstream ran, rows, build errors);
+    None when no upstream controller serves the cluster and no binary was given."""
+    client = await KubeClient.connect(kubeconfig)
+    try:
+        await workload.apply_crd(client, workload.crd_manifest())
+        async with world(client) as w:
+            for case in CASES:
+                await w.add_case(case)
+            if await upstream_serves(client, w.namespace):
+                how, kcm_binary = "the cluster's own endpointslice controller", None
+            elif kcm_binary:
+                how = f"own kube-controller-manager {kcm_binary} (--controllers=endpointslice)"
+            else:
+                return None
+            with controllers(kubeconfig, kcm_binary, w.namespace, log_dir):
+                first = await settled(client, w.namespace)
+                await w.mutate()
+                second = await settled(client, w.namespace)
+            rows = [r for phase, views in (("", first), ("changed: ", second)) for c in CASES
+                    for r in diff(c.name, *views[c.name], phase)]
+            return how, rows, w.errors
+    finally:
+        await client.close()
+
+
+def table(rows: list[Row]) -> str:
+    out = ["| case | what | upstream | slicectl | documented |", "|---|---|---|---|---|"]
+    for r in rows:
+        out.append(f"| {r.case} | {r.what} | `{json.dumps(r.upstream)}` | "
+                   f"`{json.dumps(r.slicectl)}` | {r.documented or '**no**'} |")
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import os
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--kubeconfig", default=os.environ.get("SLICECTL_TEST_KUBECONFIG"))
+    parser.add_argument("--kcm-binary", default=os.environ.get("SLICECTL_BENCH_KCM"))
+    parser.add_argument("--log-dir", default=None)
+    args = parser.parse_args(argv)
+    if not args.kubeconfig:
+        parser.error("--kubeconfig (or SLICECTL_TEST_KUBECONFIG) is required: a real cluster")
+    log_dir = Path(args.log_dir or tempfile.mkdtemp(prefix="slicectl-diff-"))
+    result = asyncio.run(run(args.kubeconfig, args.kcm_binary, log_dir))
+    if result is None:
+        print("no endpointslice controller serves this cluster: give --kcm-binary")
+        return 2
+    how, rows, errors = result
+    print(f"upstream: {how}; logs in {log_dir}")
+    for e in errors:
+        print(f"build error: {e}")
+    print(table(rows))
+    return 1 if any(not r.documented for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
