@@ -72,6 +72,7 @@ class PodCase:
     hostname: str = ""
     subdomain: str = ""
     conditions: bool = True  # False: the status has no conditions at all
+    extra_conditions: tuple[tuple[str, bool], ...] = ()  # appended (a repeated type, say)
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,8 @@ CASES = (
         PodCase("phase-unknown", phase="Unknown", ready=False),
         PodCase("hostnet2", ips=("192.168.77.10",), host_network=True),
         PodCase("ipchange"),
+        PodCase("dup-ready", extra_conditions=(("Ready", False),)),
+        PodCase("dup-unready", ready=False, extra_conditions=(("Ready", True),)),
     )),
     Case("named", ({"name": "http", "targetPort": "web"},
                    {"name": "metrics", "targetPort": "metrics"}), (
@@ -196,6 +199,7 @@ def pod_status(pod: PodCase, ips: list[str], now: str) -> dict[str, Any]:
                   cond("Ready", pod.ready)]
     if pod.readiness_gate is not None:
         conditions.append(cond("example.com/gate", pod.readiness_gate))
+    conditions += [cond(kind, ok) for kind, ok in pod.extra_conditions]
     state: dict[str, Any] = ({"running": {"startedAt": now}} if running else
                              {"terminated": {"exitCode": 0 if pod.phase == "Succeeded" else 1,
                                              "reason": "Completed" if pod.phase == "Succeeded"
@@ -306,6 +310,9 @@ class World:
         await c.patch(PODS, "term-notready", {"metadata": {"finalizers": None}}, ns)
         await c.delete(PODS, "term-notready", ns, grace_period_seconds=0)
         await c.delete(NODES, self.nodes["nozone"])
+        await c.patch(PODS, "noip", pod_status(PodCase("noip"), ["10.77.9.1"], now), ns,
+                      subresource="status")
+        await c.delete(PODS, "gate-ok", ns, grace_period_seconds=30)  # no kubelet ends it
         try:
             await c.patch(PODS, "ipchange", {"status": {"podIP": "10.97.0.1", "podIPs": [
                 {"ip": "10.97.0.1"}]}}, ns, subresource="status")

@@ -168,6 +168,27 @@ class TestPod:
         fast = _fast_pod(raw)
         assert fast is None or fast == _checked_pod(raw), "the fast parse agrees or defers"
 
+    @pytest.mark.parametrize("first", [True, False])
+    def test_the_first_ready_condition_counts(self, first: bool) -> None:
+        """A status that lists Ready twice (a real kube-apiserver v1.32.6 stores it, from a PUT
+        or a merge patch) is read as upstream reads it: ``podutil.IsPodReady`` takes the first
+        (``GetPodConditionFromList``), so kube-controller-manager publishes that one
+        (``benchmarks/differential.py``, pods ``dup-ready`` and ``dup-unready``)."""
+        raw = pod_json()
+        raw["metadata"]["creationTimestamp"] = "2023-01-01T00:00:00Z"
+        raw["spec"] = {"nodeName": "n1", "containers": [{"name": "c"}]}
+        raw["status"]["podIPs"] = [{"ip": "10.0.0.1"}]
+        raw["status"]["conditions"] = [
+            {"type": "Ready", "status": str(first), "lastTransitionTime": "2024-01-01T00:00:00Z"},
+            {"type": "Ready", "status": str(not first),
+             "lastTransitionTime": "2024-02-02T00:00:00Z"},
+        ]
+        checked = _checked_pod(raw)  # the first sight of its labels
+        fast = _fast_pod(raw)
+        assert fast is not None, "the common shape takes the fast path"
+        for pod in (fast, checked):
+            assert (pod.ready, pod.ready_transition) == (first, "2024-01-01T00:00:00Z")
+
     def test_not_ready_and_terminating(self) -> None:
         raw = pod_json()
         raw["metadata"]["deletionTimestamp"] = "2024-01-01T00:00:00Z"

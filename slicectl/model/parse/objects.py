@@ -196,10 +196,11 @@ def _fast_pod(raw: Any) -> PodRecord | None:
         if type(conditions) is not list:
             return None
         for cond in conditions:
-            if type(cond) is dict and cond.get("type") == "Ready":
+            if type(cond) is dict and cond.get("type") == "Ready":  # the first, as upstream
                 ready = cond.get("status") == "True"
                 when = cond.get("lastTransitionTime")
                 ready_transition = _intern(when) if type(when) is str and when else None
+                break
     get = spec.get
     node, hostname, subdomain = get("nodeName"), get("hostname"), get("subdomain")
     if not all(v is None or type(v) is str for v in (phase, node, hostname, subdomain)):
@@ -244,10 +245,11 @@ def _checked_pod(raw: Any) -> PodRecord:
             ips.append(ip)
     ready, ready_transition = False, None
     for cond in list_of(status.get("conditions"), f"{label} status.conditions"):
-        if isinstance(cond, Mapping) and cond.get("type") == "Ready":
-            ready = cond.get("status") == "True"
+        if isinstance(cond, Mapping) and cond.get("type") == "Ready":  # the first: upstream's
+            ready = cond.get("status") == "True"  # podutil.IsPodReady (GetPodConditionFromList)
             when = cond.get("lastTransitionTime")
             ready_transition = _intern(when) if isinstance(when, str) and when else None
+            break
     containers = list_of(spec.get("containers"), f"{label} spec.containers")
     sidecars = [
         c
