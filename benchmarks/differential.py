@@ -142,6 +142,10 @@ CASES = (
     ), families=("IPv4",)),
     Case("empty", HTTP, ()),
     Case("trigger", HTTP, (PodCase("t1"), PodCase("t2"))),
+    Case("terminal", HTTP, (PodCase("done", phase="Succeeded", ready=False),
+                            PodCase("crashed", phase="Failed", ready=False))),
+    Case("nameless", ({"name": "grpc", "targetPort": "grpc"},),
+         (PodCase("g1"), PodCase("g2", ready=False))),
     Case("reselect", HTTP, (PodCase("r1"), PodCase("r2", ready=False))),
     Case("split", ({"name": "http", "targetPort": "web"},), tuple(
         PodCase(f"s{i:03d}", ports=(("web", 8080 + i % 3, "TCP"),)) for i in range(150))),
