@@ -144,6 +144,7 @@ CASES = (
     Case("trigger", HTTP, (PodCase("t1"), PodCase("t2"))),
     Case("terminal", HTTP, (PodCase("done", phase="Succeeded", ready=False),
                             PodCase("crashed", phase="Failed", ready=False))),
+    Case("unnamed", ({"targetPort": 8080},), (PodCase("u1"),)),
     Case("nameless", ({"name": "grpc", "targetPort": "grpc"},),
          (PodCase("g1"), PodCase("g2", ready=False))),
     Case("reselect", HTTP, (PodCase("r1"), PodCase("r2", ready=False))),
@@ -356,8 +357,10 @@ def service_for(case: Case) -> dict[str, Any]:
     """The Service standing for ``case``'s EndpointSelector (ports get numbers 80, 81, ...)."""
     ports = []
     for i, p in enumerate(case.ports):
-        sp = {"name": p.get("name", ""), "protocol": p.get("protocol", "TCP"),
-              "port": 80 + i, "targetPort": p["targetPort"]}
+        sp = {"protocol": p.get("protocol", "TCP"), "port": 80 + i,
+              "targetPort": p["targetPort"]}
+        if "name" in p:
+            sp["name"] = p["name"]
         if "appProtocol" in p:
             sp["appProtocol"] = p["appProtocol"]
         ports.append(sp)
