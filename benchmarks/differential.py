@@ -3,8 +3,8 @@
 Earlier reviews compared slicectl with the upstream EndpointSlice controller by reading its
 code; this runs both on one real kube-apiserver. Every case is one pod label selector that a
 Service (for kube-controller-manager's endpointslice controller) and an EndpointSelector (for
-slicectl) share, with the same ports (:func:`benchmarks.baselines.upstream.service_manifest`
-has the rule). Pods are written as a kubelet writes them: created with ``nodeName``, then their
+slicectl) share, with the same ports (:func:`service_for`: the Service's own port numbers
+never reach a slice). Pods are written as a kubelet writes them: created with ``nodeName``, then their
 status PATCHed with IPs, conditions and container statuses; terminating ones are held by a
 finalizer. Once both controllers are quiet, their slices are normalized (:func:`view`) and
 every difference is a row: what, upstream's value, slicectl's value, and whether it is one that
@@ -37,18 +37,19 @@ from typing import Any
 
 from benchmarks.apiserver import free_port, stop_process
 from benchmarks.baselines.upstream import SERVICE_NAME_LABEL, UPSTREAM_MANAGED_BY
+from benchmarks.driver import ESEL, SERVICEACCOUNTS, SERVICES
 from slicectl.cli import workload
 from slicectl.kube.client import KubeClient
 from slicectl.kube.errors import AlreadyExists, ApiError, NotFound
 from slicectl.kube.resources import ENDPOINTSLICES, NAMESPACES, NODES, PODS, Resource
-from slicectl.model.records import LABEL_MANAGED_BY, LABEL_SELECTOR_NAME
+from slicectl.model.records import (
+    ANNOTATION_TRIGGER_TIME,
+    LABEL_MANAGED_BY,
+    LABEL_SELECTOR_NAME,
+    LABEL_ZONE,
+)
 
-ESEL = Resource("slicectl.io", "v1alpha1", "endpointselectors", True, "EndpointSelector")
-SERVICES = Resource("", "v1", "services", True, "Service")
 HOLD = "diff.slicectl.io/hold"  # the finalizer that keeps terminating pods terminating
-ZONE = "topology.kubernetes.io/zone"
-HEADLESS_LABEL = "service.kubernetes.io/headless"
-TRIGGER = "endpoints.kubernetes.io/last-change-trigger-time"
 COMMON_LABELS = {"team": "diff", "app.kubernetes.io/part-of": "differential"}
 SETTLE_S = 6.0  # both sides unchanged this long: done
 LIMIT_S = 120.0
@@ -231,7 +232,7 @@ class World:
     client: KubeClient
     namespace: str
     nodes: dict[str, str]  # role -> Node name
-    services: bool  # whether the server serves Services (the embedded one does not)
+    services: bool  # whether the server serves Services (kube-controller-manager needs them)
     errors: list[str] = field(default_factory=list)
 
     @classmethod
@@ -241,13 +242,13 @@ class World:
                                          "metadata": {"name": ns}})
         nodes = {role: f"diff-{run_id}-{role}" for role in ("a", "b", "nozone", "ghost")}
         for role, zone in (("a", "zone-a"), ("b", "zone-b"), ("nozone", None)):
-            labels = {ZONE: zone} if zone else {}
+            labels = {LABEL_ZONE: zone} if zone else {}
             await client.create(NODES, {"apiVersion": "v1", "kind": "Node", "metadata": {
                 "name": nodes[role], "labels": labels}})
         core = await client.request("GET", "/api/v1")
         served = {r.get("name") for r in core.get("resources") or ()}
         if "serviceaccounts" in served:
-            await _wait_default_sa(client, ns)
+            await _default_service_account(client, ns)
         return cls(client, ns, nodes, "services" in served)
 
     async def add_case(self, case: Case) -> None:
@@ -286,12 +287,17 @@ class World:
             await self.client.delete(PODS, pod.name, ns, grace_period_seconds=30)
 
     async def mutate(self) -> None:
-        """The second phase: changes to Nodes, pods, labels and ports while both run."""
-        ns, c = self.namespace, self.client
+        """The second phase: changes to Nodes, pods, labels, ports and selectors while both
+        controllers run."""
+        c = self.client
         await c.create(NODES, {"apiVersion": "v1", "kind": "Node", "metadata": {
-            "name": self.nodes["ghost"], "labels": {ZONE: "zone-g"}}})
-        await c.patch(NODES, self.nodes["b"], {"metadata": {"labels": {ZONE: "zone-b2"}}})
-        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            "name": self.nodes["ghost"], "labels": {LABEL_ZONE: "zone-g"}}})
+        await c.patch(NODES, self.nodes["b"], {"metadata": {"labels": {LABEL_ZONE: "zone-b2"}}})
+        await self._change_pods(time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+        await self._change_selectors()
+
+    async def _change_pods(self, now: str) -> None:
+        ns, c = self.namespace, self.client
         await c.patch(PODS, "notready", {"status": {"conditions": [
             {"type": "ContainersReady", "status": "True", "lastTransitionTime": now},
             {"type": "Ready", "status": "True", "lastTransitionTime": now}]}}, ns,
@@ -299,16 +305,6 @@ class World:
         await c.patch(PODS, "ready", {"status": {"phase": "Succeeded"}}, ns,
                       subresource="status")
         await c.patch(PODS, "m1", {"metadata": {"labels": {"diff-case": "gone"}}}, ns)
-        for res in self._selectors():
-            await c.patch(res, "multi", {"metadata": {"labels": {
-                "team": None, "tier": "x", "endpointslice.kubernetes.io/skip-mirror": "true"}}},
-                ns)
-        multi = next(k for k in CASES if k.name == "multi")
-        ports = [{**p, "targetPort": 8081} if p["name"] == "tcp" else p for p in multi.ports]
-        await c.patch(ESEL, "multi", {"spec": {"ports": ports}}, ns)
-        svc = service_for(Case("multi", tuple(ports), ()))
-        if self.services:
-            await c.patch(SERVICES, "multi", {"spec": {"ports": svc["spec"]["ports"]}}, ns)
         for i in range(100):
             await c.delete(PODS, f"p{i:03d}", ns, grace_period_seconds=0)
         await c.delete(PODS, "noweb", ns, grace_period_seconds=0)
@@ -323,10 +319,6 @@ class World:
                 {"ip": "10.97.0.1"}]}}, ns, subresource="status")
         except ApiError as exc:  # the server's answer is the finding
             self.errors.append(f"ipchange refused: {exc}")
-        for res in self._selectors():
-            selector = {"diff-case": "multi"}
-            await c.patch(res, "reselect", {"spec": {"selector": selector if res is SERVICES
-                                                     else {"matchLabels": selector}}}, ns)
         empty = next(k for k in CASES if k.name == "empty")
         await asyncio.gather(*(self._add_pod(empty, PodCase(f"e{i}"), [f"10.98.0.{i + 1}"])
                                for i in range(2)))
@@ -334,6 +326,24 @@ class World:
             {"type": "ContainersReady", "status": "False", "lastTransitionTime": now},
             {"type": "Ready", "status": "False", "lastTransitionTime": now}]}}, ns,
             subresource="status")
+
+    async def _change_selectors(self) -> None:
+        """Labels (one removed, one added, one reserved), a targetPort, a selector."""
+        ns, c = self.namespace, self.client
+        for res in self._selectors():
+            await c.patch(res, "multi", {"metadata": {"labels": {
+                "team": None, "tier": "x", "endpointslice.kubernetes.io/skip-mirror": "true"}}},
+                ns)
+        multi = next(k for k in CASES if k.name == "multi")
+        ports = [{**p, "targetPort": 8081} if p["name"] == "tcp" else p for p in multi.ports]
+        await c.patch(ESEL, "multi", {"spec": {"ports": ports}}, ns)
+        svc = service_for(Case("multi", tuple(ports), ()))
+        if self.services:
+            await c.patch(SERVICES, "multi", {"spec": {"ports": svc["spec"]["ports"]}}, ns)
+        for res in self._selectors():
+            selector = {"diff-case": "multi"}
+            await c.patch(res, "reselect", {"spec": {"selector": selector if res is SERVICES
+                                                     else {"matchLabels": selector}}}, ns)
 
     def _selectors(self) -> tuple[Resource, ...]:
         return (SERVICES, ESEL) if self.services else (ESEL,)
@@ -369,16 +379,13 @@ def service_for(case: Case) -> dict[str, Any]:
             "metadata": {"name": case.name, "labels": dict(COMMON_LABELS)}, "spec": spec}
 
 
-async def _wait_default_sa(client: KubeClient, ns: str) -> None:
-    sa = Resource("", "v1", "serviceaccounts", True, "ServiceAccount")
-    for _ in range(100):
-        with contextlib.suppress(NotFound):
-            await client.get(sa, "default", ns)
-            return
-        await asyncio.sleep(0.1)
+async def _default_service_account(client: KubeClient, ns: str) -> None:
+    """Admission refuses pods until the namespace's ``default`` ServiceAccount exists; its
+    controller writes it a moment later, or never if none runs: written here, as the
+    benchmark driver does."""
     with contextlib.suppress(AlreadyExists):
-        await client.create(sa, {"apiVersion": "v1", "kind": "ServiceAccount",
-                                 "metadata": {"name": "default"}}, ns)
+        await client.create(SERVICEACCOUNTS, {"apiVersion": "v1", "kind": "ServiceAccount",
+                                              "metadata": {"name": "default"}}, ns)
 
 
 # -- normalizing and diffing ----------------------------------------------------------------
@@ -403,7 +410,7 @@ def view(slices: list[dict[str, Any]], identity_label: str) -> dict[str, Any]:
         owners |= {f"controller={o.get('controller')} blockOwnerDeletion="
                    f"{o.get('blockOwnerDeletion')}" for o in meta.get("ownerReferences") or ()}
         owners.add(f"generateName={bool(meta.get('generateName'))}")
-        triggers.add((meta.get("annotations") or {}).get(TRIGGER, ""))
+        triggers.add((meta.get("annotations") or {}).get(ANNOTATION_TRIGGER_TIME, ""))
         key = f"{s.get('addressType')} ports={_ports(s)}"
         eps = s.get("endpoints") or []
         groups.setdefault(key, []).append(len(eps))
