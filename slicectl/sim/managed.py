@@ -20,8 +20,8 @@ what, not for server-side-apply conflict detection):
   the write added or changed, which also leave every other manager's set (fields the write
   removed leave every set). Maps (labels, annotations) and the items of keyed lists
   (containers by ``name``, conditions by ``type``, container ports by
-  ``containerPort``/``protocol``, ...) carry ``"."``; other lists are atomic; ``finalizers``
-  is a set (``v:"..."``);
+  ``containerPort``/``protocol``, ...) carry ``"."``; an owner reference is one field (atomic)
+  and its list carries ``"."``; other lists are atomic; ``finalizers`` is a set (``v:"..."``);
 - a write that changes nothing else keeps the managedFields it had (no new resourceVersion);
   an update that carries non-empty managedFields of its own replaces them, as on a real server;
 - a write whose stored form differs only in the entries' times keeps the old times (a real
@@ -50,6 +50,9 @@ _LIST_KEYS: dict[str, tuple[str, ...]] = {
     "env": ("name",), "volumes": ("name",), "volumeMounts": ("mountPath",),
     "imagePullSecrets": ("name",), "conditions": ("type",), "ownerReferences": ("uid",),
     "ports": ("containerPort", "protocol")}
+# keyed lists whose items are atomic (OwnerReference is +structType=atomic): the list carries
+# "." and each item is one field, as a real server records them
+_ATOMIC_ITEMS = frozenset({"ownerReferences"})
 
 
 def manager_name(field_manager: str, user_agent: str) -> str:
@@ -82,10 +85,15 @@ def _flatten(value: Any, path: Path, out: dict[Path, Any], name: str = "") -> No
             return
         keys = _list_key(name, value)
         if keys is not None:
+            if name in _ATOMIC_ITEMS:
+                out[(*path, DOT)] = None
             for item in value:
                 ident = json.dumps({k: item[k] for k in keys if k in item},
                                    separators=(",", ":"), sort_keys=True, default=str)
                 item_path = (*path, "k:" + ident)
+                if name in _ATOMIC_ITEMS:
+                    out[item_path] = item
+                    continue
                 out[(*item_path, DOT)] = None
                 for key, child in item.items():
                     _flatten(child, (*item_path, f"f:{key}"), out, key)

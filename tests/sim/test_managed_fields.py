@@ -146,3 +146,16 @@ async def test_apply_creates_an_object_that_does_not_exist(raw: Raw) -> None:
                                        content_type="application/apply-patch+yaml",
                                        fieldManager="applier")
     assert code == 200 and again["metadata"]["uid"] == created["metadata"]["uid"]
+
+
+async def test_owner_references_are_atomic_items_of_a_keyed_list(raw: Raw) -> None:
+    """kube-apiserver v1.32.6 answered a Lease created with one owner reference with
+    ``{"f:ownerReferences": {".": {}, "k:{\\"uid\\":...}": {}}}``: OwnerReference is
+    ``+structType=atomic``, so an item is one field, and the keyed list carries ``"."``."""
+    uid = "11111111-1111-1111-1111-111111111111"
+    ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": "x", "uid": uid, "controller": True}
+    code, created, _ = await raw.request("POST", PODS, pod("p", ownerReferences=[ref]))
+    assert code == 201
+    [entry] = _entries(created)
+    assert entry["fieldsV1"]["f:metadata"]["f:ownerReferences"] == {
+        ".": {}, f'k:{{"uid":"{uid}"}}': {}}
