@@ -4,9 +4,9 @@ Earlier reviews compared slicectl with the upstream EndpointSlice controller by 
 code; this runs both on one real kube-apiserver. Every case is one pod label selector that a
 Service (for kube-controller-manager's endpointslice controller) and an EndpointSelector (for
 slicectl) share, with the same ports (:func:`service_for`: the Service's own port numbers
-never reach a slice). Pods are written as a kubelet writes them: created with ``nodeName``, then their
-status PATCHed with IPs, conditions and container statuses; terminating ones are held by a
-finalizer. Once both controllers are quiet, their slices are normalized (:func:`view`) and
+never reach a slice). Pods are written as a kubelet writes them: created with ``nodeName``,
+then their status PATCHed with IPs, conditions and container statuses; terminating ones are
+held by a finalizer. Once both controllers are quiet, their slices are normalized (:func:`view`) and
 every difference is a row: what, upstream's value, slicectl's value, and whether it is one that
 SPEC.md or README.md names (:data:`DOCUMENTED`).
 
@@ -63,7 +63,7 @@ class PodCase:
     ips: tuple[str, ...] = ("auto",)  # "auto": the next IPv4 of the case; () : no IP
     ready: bool = True
     phase: str = "Running"
-    node: str = "a"  # a, b (zones), nozone, ghost (no such Node)
+    node: str = "a"  # a, b (zones), nozone, ghost (no such Node), "" (no nodeName)
     ports: tuple[tuple[str, int, str], ...] = (("http", 8080, "TCP"),)
     sidecar_ports: tuple[tuple[str, int, str], ...] = ()  # restartable init container
     init_ports: tuple[tuple[str, int, str], ...] = ()  # plain init container
@@ -97,6 +97,7 @@ CASES = (
         PodCase("failed", phase="Failed", ready=False),
         PodCase("noip", ips=(), phase="Pending", ready=False),
         PodCase("nozone", node="nozone"), PodCase("ghost", node="ghost"),
+        PodCase("unbound", node=""),
         PodCase("hostnet", ips=("192.168.77.10",), host_network=True),
         PodCase("gated", ready=False, readiness_gate=False),
         PodCase("gate-ok", readiness_gate=True),
@@ -164,7 +165,7 @@ def _container_ports(ports: tuple[tuple[str, int, str], ...]) -> list[dict[str, 
 
 def pod_manifest(case: Case, pod: PodCase, node: str) -> dict[str, Any]:
     spec: dict[str, Any] = {
-        "nodeName": node, "terminationGracePeriodSeconds": 30,
+        "terminationGracePeriodSeconds": 30,
         "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10",
                         "ports": _container_ports(pod.ports)}],
     }
@@ -184,6 +185,8 @@ def pod_manifest(case: Case, pod: PodCase, node: str) -> dict[str, Any]:
                 p["hostPort"] = p["containerPort"]
     if pod.readiness_gate is not None:
         spec["readinessGates"] = [{"conditionType": "example.com/gate"}]
+    if node:
+        spec["nodeName"] = node
     if pod.hostname:
         spec["hostname"] = pod.hostname
     if pod.subdomain:
@@ -276,7 +279,8 @@ class World:
 
     async def _add_pod(self, case: Case, pod: PodCase, ips: list[str]) -> None:
         ns = self.namespace
-        await self.client.create(PODS, pod_manifest(case, pod, self.nodes[pod.node]), ns)
+        node = self.nodes[pod.node] if pod.node else ""
+        await self.client.create(PODS, pod_manifest(case, pod, node), ns)
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         try:
             await self.client.patch(PODS, pod.name, pod_status(pod, ips, now), ns,
@@ -446,6 +450,9 @@ DOCUMENTED: tuple[tuple[frozenset[str] | None, str, str], ...] = (
         "SPEC 3: a pod whose Node is not known is listed without zone; upstream skips it")),
     (frozenset({"basic"}), "endpoint nozone ", (
         "SPEC 3: a pod whose Node was deleted is listed without zone; upstream drops it")),
+    (frozenset({"basic"}), "endpoint unbound ", (
+        "SPEC 3: a pod with an IP and no nodeName is listed without node and zone; upstream "
+        "looks up the Node \"\", finds none and drops it")),
     (frozenset({"basic"}), "group ", "follows from the pods of missing Nodes (SPEC 3)"),
     (frozenset({"named"}), "endpoint sidecar ", (
         "SPEC 3: a named port is also looked up in restartable init containers; v1.32's "
