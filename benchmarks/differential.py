@@ -439,10 +439,10 @@ class Row:
 
 
 TRIGGER_WHY = (
-    "README 'The EndpointSelector API': a change with no time of its own (a deletion, a "
-    "relabel, a selector or Node change) is stamped with the time slicectl observed it; "
-    "upstream's tracker has none and removes the annotation from such writes (also from its "
-    "own rewrites: headless nil ports, retries)")
+    "README 'The EndpointSelector API': a write of changes with no time of their own carries "
+    "none, as upstream's; but upstream dates a selector change or a relabel that selects "
+    "other pods by those pods' Ready transitions (slicectl: none, the change has no time of "
+    "its own), and drops the annotation from its own rewrites (headless nil ports, retries)")
 CANONICAL = "SPEC 3: addresses in canonical form; upstream copies the pod's text"
 # (cases or None for every case, what the row starts with, where SPEC.md or README.md says so)
 DOCUMENTED: tuple[tuple[frozenset[str] | None, str, str], ...] = (
