@@ -8,6 +8,7 @@ already canonical from :mod:`slicectl.model.parse`, so the family is read from t
 
 from __future__ import annotations
 
+from slicectl.model.parse import shared_endpoint
 from slicectl.model.records import (
     IPV4,
     IPV6,
@@ -51,16 +52,8 @@ def pod_endpoints(
     zone = node.zone if node is not None and node.zone else None
     hostname = pod.hostname if pod.hostname and pod.subdomain == selector_name else None
     return {
-        family: Endpoint(
-            addresses=tuple(addresses),
-            ready=ready,
-            serving=serving,
-            terminating=pod.terminating,
-            target=target,
-            node_name=node_name,
-            zone=zone,
-            hostname=hostname,
-        )
+        family: shared_endpoint(tuple(addresses), ready, serving, pod.terminating, target,
+                                node_name, zone, hostname)
         for family, addresses in by_family.items()
     }
 

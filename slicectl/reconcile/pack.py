@@ -92,7 +92,8 @@ def pack_group(
             if want is None:
                 changed = True
                 result.removed += 1
-            elif want == ep:  # keep the slice's own record: see types._multisets_differ
+            elif want is ep or want == ep:  # mostly one record: see parse.shared_endpoint
+                # keep the slice's own record: see types._multisets_differ
                 kept.append(ep)
             else:
                 kept.append(want)

@@ -3,8 +3,12 @@ upstream checklist items 4-21)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+import orjson
 import pytest
 
+from slicectl.model.parse import parse_slice
 from slicectl.model.records import (
     IPV4,
     IPV6,
@@ -21,6 +25,7 @@ from slicectl.reconcile.desired import desired_state
 from slicectl.reconcile.endpoints import pod_endpoints, pod_included
 from slicectl.reconcile.labels import desired_labels, is_reserved
 from slicectl.reconcile.ports import find_port, normalize_ports, resolve_ports, unresolved_ports
+from slicectl.reconcile.render import endpoint_to_json
 from tests.unit.reconcile_builders import NODES, FakeCluster, make_pod, make_selector
 
 
@@ -262,3 +267,33 @@ def test_unresolved_ports_are_the_named_ones_no_listed_endpoint_got() -> None:
     assert unresolved_ports((grpc, http, dns, numeric), listed) == [grpc, dns]
     assert unresolved_ports((numeric,), []) == []
     assert unresolved_ports((grpc, http), []) == [], "no endpoints: no port is missing"
+
+
+def _echoed(ep: Endpoint) -> Endpoint:
+    """``ep`` as a slice's watch echo brings it back: rendered as the writer sends it,
+    through JSON, parsed as the cache parses it."""
+    raw = {"metadata": {"name": "s", "namespace": "default", "uid": "s-uid"},
+           "addressType": IPV4, "endpoints": [orjson.loads(orjson.dumps(endpoint_to_json(ep)))]}
+    (parsed,) = parse_slice(raw).endpoints
+    return parsed
+
+
+SHARED_PODS = (
+    make_pod("shared-ready", "10.9.0.1"),
+    make_pod("shared-unready", "10.9.0.2", ready=False),
+    make_pod("shared-terminating", "10.9.0.3", terminating=True),
+    make_pod("shared-host", "10.9.0.4", hostname="h", subdomain="web", node="node-2"),
+    make_pod("shared-nozone", "10.9.0.5", node="gone"),
+)
+
+
+@pytest.mark.parametrize("pod", SHARED_PODS, ids=lambda p: p.name)
+def test_the_planner_and_the_slice_cache_share_one_record_per_endpoint(pod: PodRecord) -> None:
+    """Whichever comes first, the endpoint the planner builds for a pod and the one a slice
+    listing it parses to are one record: a sync then finds the slice's endpoints unchanged
+    by identity (``pack_group``), not by comparing every field of every endpoint."""
+    (built,) = pod_endpoints(pod, NODES.get(pod.node_name), "web").values()
+    assert _echoed(built) is built
+    echoed_first = _echoed(replace(built, target=TargetRef("default", f"{pod.name}-2", "u2")))
+    renamed = replace(pod, name=f"{pod.name}-2", uid="u2")
+    assert pod_endpoints(renamed, NODES.get(pod.node_name), "web")[IPV4] is echoed_first

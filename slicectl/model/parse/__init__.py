@@ -20,7 +20,13 @@ from slicectl.model.parse.common import (
     iana_svc_name_error,
     is_dns_subdomain,
 )
-from slicectl.model.parse.objects import parse_node, parse_pod, parse_slice, parse_version
+from slicectl.model.parse.objects import (
+    parse_node,
+    parse_pod,
+    parse_slice,
+    parse_version,
+    shared_endpoint,
+)
 from slicectl.model.parse.selectors import parse_selector
 
 __all__ = [
@@ -36,4 +42,5 @@ __all__ = [
     "parse_selector",
     "parse_slice",
     "parse_version",
+    "shared_endpoint",
 ]

@@ -288,10 +288,38 @@ def parse_node(raw: Any) -> NodeRecord:
     )
 
 
-# Slice endpoints by their parsed values (see _fast_endpoint); cleared when full. An endpoint
-# record is immutable, so sharing one between slices and between versions of a slice is safe.
+# Slice endpoints by their parsed values (see _fast_endpoint), and the endpoints the planner
+# builds (shared_endpoint); cleared when full. An endpoint record is immutable, so sharing one
+# between slices, between versions of a slice and with the planner is safe.
 _ENDPOINTS: dict[tuple[Any, ...], Endpoint] = {}
 _ENDPOINTS_MAX = 16_384
+
+
+def _remember(key: tuple[Any, ...], endpoint: Endpoint) -> Endpoint:
+    if len(_ENDPOINTS) >= _ENDPOINTS_MAX:
+        _ENDPOINTS.clear()
+    _ENDPOINTS[key] = endpoint
+    return endpoint
+
+
+def shared_endpoint(addresses: tuple[str, ...], ready: bool, serving: bool, terminating: bool,
+                    target: TargetRef | None, node_name: str | None, zone: str | None,
+                    hostname: str | None) -> Endpoint:
+    """The endpoint record with these values, built by the planner from a pod: the same
+    record the watch echo of a slice listing it parses to (its key is the one
+    :func:`_fast_endpoint` gives the endpoint as rendered), so a sync that compares its
+    desired endpoints with a slice's finds most of them by identity, not by comparing
+    fields (a flip in a 200-pod selector compared 200 pairs field by field)."""
+    key = (addresses, ready, serving, terminating, target is not None,
+           *((target.namespace, target.name, target.uid, target.kind) if target is not None
+             else (None, None, None, None)),
+           node_name, zone, hostname)
+    found = _ENDPOINTS.get(key)
+    if found is not None:
+        return found
+    return _remember(key, Endpoint(
+        addresses=addresses, ready=ready, serving=serving, terminating=terminating,
+        target=target, node_name=node_name, zone=zone, hostname=hostname))
 
 
 def _fast_endpoint(ep: Any) -> Endpoint | None:
@@ -335,9 +363,7 @@ def _fast_endpoint(ep: Any) -> Endpoint | None:
     for v in (node, zone, hostname, namespace, name, uid, kind):
         if v is not None and type(v) is not str:
             return None
-    if len(_ENDPOINTS) >= _ENDPOINTS_MAX:
-        _ENDPOINTS.clear()
-    found = _ENDPOINTS[key] = Endpoint(
+    return _remember(key, Endpoint(
         addresses=key[0],
         ready=key[1],
         serving=serving,
@@ -346,8 +372,7 @@ def _fast_endpoint(ep: Any) -> Endpoint | None:
         node_name=node or None,
         zone=zone or None,
         hostname=hostname or None,
-    )
-    return found
+    ))
 
 
 def _slice_endpoint(raw: Any, what: str) -> Endpoint:
