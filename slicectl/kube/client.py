@@ -290,13 +290,17 @@ class KubeClient:
         namespace: str | None = None, *, subresource: str | None = None,
         patch_type: Literal["merge", "json", "strategic"] = "merge",
         field_manager: str | None = None, background: bool = False, guard: Guard | None = None,
-        prepaid: bool = False,
+        prepaid: bool = False, metadata_only: bool = False,
     ) -> dict[str, Any]:
+        """Apply ``patch``; the patched object, or with ``metadata_only`` only its
+        PartialObjectMetadata (kube-apiserver answers any write in the form Accept asks for,
+        as client-go's metadata client asks: the answer is then a few hundred bytes however
+        large the object)."""
         params = {"fieldManager": field_manager} if field_manager else None
         result: dict[str, Any] = await self.request(
             "PATCH", res.path(namespace, name, subresource), params=params, json=patch,
             content_type=_PATCH_TYPES[patch_type], background=background, guard=guard,
-            prepaid=prepaid,
+            prepaid=prepaid, headers={"Accept": _META_ONE} if metadata_only else None,
         )
         return result
 

@@ -161,6 +161,24 @@ async def test_crud_and_typed_errors(client: KubeClient, ns: str) -> None:
                 await asyncio.sleep(0.05)
 
 
+async def test_a_patch_answered_as_metadata_only(client: KubeClient, ns: str) -> None:
+    """What the slice writer asks for: the patched object's metadata (its new version), not
+    the object, as kube-apiserver answers any write in the form Accept asks for; an error is
+    still the typed Status."""
+    async with asyncio.timeout(HANG_GUARD):
+        await client.create(PODS, unscheduled_pod("m"), ns)
+        answer = await client.patch(
+            PODS, "m", [{"op": "add", "path": "/metadata/labels", "value": {"app": "z"}}], ns,
+            patch_type="json", metadata_only=True)
+        assert answer["kind"] == "PartialObjectMetadata" and "spec" not in answer
+        assert answer["metadata"]["labels"] == {"app": "z"}
+        stored = await client.get(PODS, "m", ns)
+        assert answer["metadata"]["resourceVersion"] == stored["metadata"]["resourceVersion"]
+        with pytest.raises(errors.NotFound):
+            await client.patch(PODS, "missing", {"metadata": {"labels": {"a": "b"}}}, ns,
+                               metadata_only=True)
+
+
 async def test_list_follows_continue_tokens(
     client: KubeClient, ns: str, calls: list[tuple[str, str, int, float]]
 ) -> None:
