@@ -14,7 +14,14 @@ from slicectl.cli.workload import pod_manifest, running_status
 from slicectl.kube.client import KubeClient
 from slicectl.kube.resources import ENDPOINTSLICES, PODS
 from slicectl.sim.server import EmbeddedApiServer
-from tests.reliability.checker import ESEL, L_MANAGED, L_SELECTOR, MANAGED_BY, check
+from tests.reliability.checker import (
+    ESEL,
+    L_MANAGED,
+    L_SELECTOR,
+    MANAGED_BY,
+    SUITE_LABEL,
+    check,
+)
 from tests.reliability.churn import prepare
 
 NS = "checked"
@@ -22,7 +29,8 @@ NS = "checked"
 
 def endpoint(pod: str, ip: str, ready: bool) -> dict[str, Any]:
     return {"addresses": [ip], "targetRef": {"kind": "Pod", "namespace": NS, "name": pod},
-            "conditions": {"ready": ready, "serving": ready, "terminating": False}}
+            "conditions": {"ready": ready, "serving": ready, "terminating": False},
+            "nodeName": "node-0", "zone": "z0"}
 
 
 async def test_checker_finds_every_planted_problem(srv: EmbeddedApiServer) -> None:
@@ -38,18 +46,20 @@ async def test_checker_finds_every_planted_problem(srv: EmbeddedApiServer) -> No
         web = await client.get(ESEL, "web", NS)
         good: dict[str, Any]  # the slice as the controller would write it
         good = {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-                "addressType": "IPv4", "ports": [],
-                "metadata": {"name": "web-1", "labels": {L_SELECTOR: "web",
-                                                         L_MANAGED: MANAGED_BY},
+                "addressType": "IPv4",
+                "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
+                "metadata": {"name": "web-1", "labels": {
+                    L_SELECTOR: "web", SUITE_LABEL: "reliability", L_MANAGED: MANAGED_BY},
                              "ownerReferences": [{
                                  "apiVersion": "slicectl.io/v1alpha1",
                                  "kind": "EndpointSelector", "name": "web", "controller": True,
-                                 "uid": web["metadata"]["uid"]}]},
+                                 "blockOwnerDeletion": True, "uid": web["metadata"]["uid"]}]},
                 "endpoints": [endpoint("p1", "10.0.0.1", True),
                               endpoint("p2", "10.0.0.2", False)]}
         made = await client.create(ENDPOINTSLICES, good, NS)
         await client.patch(ESEL, "web", {"status": {
             "endpoints": 2, "readyEndpoints": 1, "endpointSlices": 1,
+            "observedGeneration": web["metadata"]["generation"],
             "conditions": [{"type": "Ready", "status": "True", "reason": "Reconciled",
                             "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}},
             NS, subresource="status")
@@ -102,3 +112,79 @@ async def test_checker_finds_every_planted_problem(srv: EmbeddedApiServer) -> No
         await client.create(ENDPOINTSLICES, stranger, NS)
         assert "not owned by it" in str((await check(client, NS)).problems)
         assert made["metadata"]["name"] == "web-1"
+
+
+async def test_checker_judges_families_ports_nodes_labels_and_placeholders(
+        srv: EmbeddedApiServer) -> None:
+    """The rules the model-based test (tests/integration/test_model_based.py) relies on: one
+    endpoint per family, the pod's own ports, zone, the selector's labels, slice size, the
+    placeholder, matchExpressions and observedGeneration."""
+    async with await KubeClient.connect(srv.kubeconfig_path) as client:
+        await prepare(client, NS, {"web": {"app": "a"}})
+        for name, ips in (("p1", ["10.0.0.1", "fd00::1"]), ("p2", ["10.0.0.2"])):
+            await client.create(PODS, pod_manifest(name, {"app": "a"}, "node-0",
+                                                   [("http", 8080)]), NS)
+            status = running_status(ips[0], True)
+            status["status"]["podIPs"] = [{"ip": ip} for ip in ips]
+            await client.patch(PODS, name, status, NS, subresource="status")
+        web = await client.get(ESEL, "web", NS)
+        labels = {L_SELECTOR: "web", SUITE_LABEL: "reliability", L_MANAGED: MANAGED_BY}
+
+        def slice_of(name: str, family: str, endpoints: list[dict[str, Any]]) -> dict[str, Any]:
+            return {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+                    "addressType": family, "endpoints": endpoints,
+                    "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
+                    "metadata": {"name": name, "labels": labels, "ownerReferences": [{
+                        "apiVersion": "slicectl.io/v1alpha1", "kind": "EndpointSelector",
+                        "name": "web", "controller": True, "blockOwnerDeletion": True,
+                        "uid": web["metadata"]["uid"]}]}}
+
+        v4 = [endpoint("p1", "10.0.0.1", True), endpoint("p2", "10.0.0.2", True)]
+        v6 = [endpoint("p1", "fd00::1", True)]
+        await client.create(ENDPOINTSLICES, slice_of("web-4", "IPv4", v4), NS)
+        await client.create(ENDPOINTSLICES, slice_of("web-6", "IPv6", v6), NS)
+        await client.patch(ESEL, "web", {"status": {
+            "endpoints": 3, "readyEndpoints": 3, "endpointSlices": 2,
+            "observedGeneration": web["metadata"]["generation"],
+            "conditions": [{"type": "Ready", "status": "True", "reason": "Reconciled",
+                            "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}},
+            NS, subresource="status")
+        assert (await check(client, NS)).ok, (await check(client, NS)).problems
+        assert "more than 1 endpoints" in str((await check(client, NS, max_per_slice=1)).problems)
+
+        async def problems_with(name: str, change: dict[str, Any]) -> list[str]:
+            current = await client.get(ENDPOINTSLICES, name, NS)
+            await client.replace(ENDPOINTSLICES, name, {**current, **change}, NS)
+            found = (await check(client, NS)).problems
+            now = await client.get(ENDPOINTSLICES, name, NS)
+            await client.replace(ENDPOINTSLICES, name, {
+                **now, **{k: current[k] for k in change},
+                "metadata": {**current["metadata"],
+                             "resourceVersion": now["metadata"]["resourceVersion"]}}, NS)
+            assert (await check(client, NS)).ok
+            return found
+
+        wrong = "wrong address/conditions/node/ports"
+        assert wrong in str(await problems_with("web-6", {"ports": [
+            {"name": "http", "port": 9090, "protocol": "TCP"}]}))
+        assert wrong in str(await problems_with("web-6", {"endpoints": [
+            {**v6[0], "zone": "z1"}]}))
+        assert "missing" in str(await problems_with("web-6", {"endpoints": [
+            endpoint("p2", "fd00::2", True)]}))  # p2 has no IPv6 address: p1's is missing
+        current = await client.get(ENDPOINTSLICES, "web-6", NS)
+        assert "labels" in str(await problems_with("web-6", {"metadata": {
+            **current["metadata"], "labels": {L_SELECTOR: "web", L_MANAGED: MANAGED_BY}}}))
+        extra = slice_of("web-e", "IPv4", [])
+        await client.create(ENDPOINTSLICES, extra, NS)
+        assert "empty slice" in str((await check(client, NS, status=False)).problems)
+        await client.delete(ENDPOINTSLICES, "web-e", NS)
+        # a spec change (generation 2, the same pods) not yet observed in status
+        await client.patch(ESEL, "web", {"spec": {"selector": {"matchExpressions": [
+            {"key": "app", "operator": "In", "values": ["a", "b"]}]}}}, NS)
+        assert "observedGeneration" in str((await check(client, NS)).problems)
+        # matchExpressions that select nothing: every listed endpoint is undesired and a
+        # placeholder is wanted
+        await client.patch(ESEL, "web", {"spec": {"selector": {"matchExpressions": [
+            {"key": "app", "operator": "NotIn", "values": ["a"]}]}}}, NS)
+        found = str((await check(client, NS, status=False)).problems)
+        assert "listed but not desired" in found and "placeholder" in found
