@@ -468,11 +468,26 @@ async def delete_nodes(w: World) -> None:
             await w.client.delete(NODES, w.node(name))
 
 
-async def run(max_per_slice: int, ops: list[tuple[Any, ...]]) -> None:
+SERIAL = ("check", "restart", "ns_delete", "ns_create")  # never sent alongside other changes
+
+
+async def run(max_per_slice: int, ops: list[tuple[Any, ...]], burst: int = 1) -> None:
+    """Apply ``ops`` after the SETUP; with ``burst`` > 1, up to that many consecutive changes
+    are sent at once (their order on the server is then the server's)."""
     async with world(max_per_slice) as w:
-        w.log.append(f"  max_per_slice={max_per_slice}")
-        for op in [*SETUP, *ops]:
+        w.log.append(f"  max_per_slice={max_per_slice} burst={burst}")
+        for op in SETUP:
             await apply(w, op)
+        group: list[tuple[Any, ...]] = []
+        for op in [*ops, ("check",)]:
+            if op[0] not in SERIAL:
+                group.append(op)
+                if len(group) < burst:
+                    continue
+            await asyncio.gather(*(apply(w, g) for g in group))
+            group = []
+            if op[0] in SERIAL:
+                await apply(w, op)
         await writes_settle(w)
 
 
@@ -480,8 +495,8 @@ async def run(max_per_slice: int, ops: list[tuple[Any, ...]]) -> None:
           derandomize=os.environ.get("SLICECTL_MODEL_RANDOM") != "1",
           suppress_health_check=list(HealthCheck))
 @given(st.sampled_from([2, 3, 100]), st.lists(CREATE_POD, min_size=4, max_size=10),
-       st.lists(OPS, min_size=STEPS // 2, max_size=STEPS))
+       st.lists(OPS, min_size=STEPS // 2, max_size=STEPS), st.sampled_from([1, 4]))
 def test_random_sequences_of_cluster_changes(max_per_slice: int,
                                              pods: list[tuple[Any, ...]],
-                                             ops: list[tuple[Any, ...]]) -> None:
-    asyncio.run(run(max_per_slice, [*pods, ("check",), *ops]))
+                                             ops: list[tuple[Any, ...]], burst: int) -> None:
+    asyncio.run(run(max_per_slice, [*pods, ("check",), *ops], burst))
