@@ -219,6 +219,10 @@ def test_budget_never_exceeded_and_slices_stay_exact(
         ([50] * 5, 250, 3, [50] * 4 + [100] * 3),
         # Filling takes one write more than a create and keeps the group at its ideal count.
         ([100, 100, 95, 60], 45, 2, [100] * 4),
+        # A full slice's worth left over at the ideal count fills the untouched slices with
+        # the most room, only as many as it needs (not the nearly full one), instead of a new
+        # slice beyond the ideal: one write more, within the limit.
+        ([20, 20, 95], 100, 2, [40, 95, 100]),
     ],
 )
 def test_filling_before_creating_costs_at_most_one_more_write(
