@@ -52,6 +52,25 @@ def test_a_change_close_behind_the_last_one_waits_for_the_window() -> None:
         "a change after a held one joins its sync, however long after the last change")
 
 
+def test_a_change_while_one_is_held_joins_its_sync_even_when_spaced_out() -> None:
+    e = _synced_once()
+    assert e.change(15.0, removal=False) == 0.0, "after a quiet spell: the leading edge"
+    e.synced(15.0)
+    assert e.change(15.01, removal=False) > 0 and e.held, "10 ms behind: a burst, held"
+    assert e.spacing >= BUSY_SPACING * 0.1, "the key is not busy on average"
+    assert e.change(15.05, removal=False) == pytest.approx(0.05), (
+        "40 ms after the held change, but a change is held already: it joins that sync")
+
+
+def test_a_new_key_streams_from_its_own_changes_only() -> None:
+    e = Edge(0.1, 0.1)
+    for n in range(STREAM_CHANGES - 1):
+        e.change(10.0 + n * 0.001, removal=False)
+    assert not e.streaming, "one change short of a stream"
+    e.change(10.01, removal=False)
+    assert e.streaming and e.changes == STREAM_CHANGES
+
+
 def test_a_busy_key_waits_for_the_window_even_after_a_pause() -> None:
     e = Edge(0.1, 0.1)
     t = 10.0
