@@ -1,5 +1,6 @@
 """README.md against the code: the ``slicectl run`` flag table, the metric list, the test
-command and the sizing rule with the chart's resources.
+command, the sizing rule with the chart's resources and the figures the batching policy is
+described with.
 
 Readers copy these (a flag's default into a manifest, a metric's name and labels into a
 dashboard, the test command into a shell), so each test reads the document and checks it against
@@ -22,6 +23,7 @@ from prometheus_client.metrics import MetricWrapperBase
 from slicectl.cli.flags import parse_duration
 from slicectl.cli.main import build_parser
 from slicectl.cli.run import configure
+from slicectl.controller import batching
 from slicectl.model.apis import DEFAULT_SELECTOR_API
 from slicectl.obs.metrics import SUBSYSTEM, Metrics
 
@@ -254,3 +256,22 @@ def test_the_sizing_section_states_the_charts_resources() -> None:
         need = (base + per_10k_pods * float(pods) / 10
                 + per_1k_selectors * float(selectors.replace(",", "")) / 1000)
         assert need <= mib(quoted[1]) < need + per_1k_selectors, (pods, selectors)
+
+
+def test_the_batching_figures_are_the_code_s() -> None:
+    """The numbers "Fewer writes than upstream" explains batching with are the constants."""
+    text = " ".join(section("Fewer writes than upstream").split())
+    words = {2: "two", 3: "three"}
+    stated = [
+        f"{batching.SETTLE_GAP * 1000:g} ms or more after the selector's previous change",
+        f"come more than {words[int(batching.BUSY_SPACING)]} windows apart on average",
+        f"changes less than {batching.SETTLE_GAP * 1000:g} ms apart; "
+        f"{batching.SETTLE_BURST_GAP * 1000:g} ms apart once it holds "
+        f"{words[batching.STREAM_CHANGES]} changes or more",
+        f"at most {batching.SETTLE_MAX * 1000:g} ms past its time",
+        f"({words[batching.STREAM_SYNCS]} syncs in a row adding pods",
+        f"times {batching.STREAM_WRITES:g} writes per sync",
+        f"at most `--max-batch-period` ({batching.STREAM_MAX_WINDOW:g} s)",
+        f"no change for {batching.STREAM_PAUSE:g} of its average gaps",
+    ]
+    assert [s for s in stated if s not in text] == []
