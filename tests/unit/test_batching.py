@@ -197,6 +197,14 @@ def test_a_change_in_a_grown_window_is_due_once_its_stream_could_have_paused() -
         "could have paused")
 
 
+def test_a_spaced_out_change_in_a_grown_window_waits_for_the_streams_share() -> None:
+    e = _grown(spacing=0.5)  # a slow stream: not busy by the base window's measure
+    wait = e.change(10.3, removal=False)
+    assert e.spacing >= BUSY_SPACING * 0.1 and e.held
+    assert wait == pytest.approx(STREAM_MAX_WINDOW - 0.3), (
+        "not isolated: the stream's window is its share of the client's write rate")
+
+
 def test_a_grown_window_quiet_for_its_whole_length_is_back_to_the_base_window() -> None:
     e = _grown(spacing=0.005)
     e.synced(10.3)  # the stream paused: synced early, the window is kept in case it resumes
