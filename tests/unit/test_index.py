@@ -136,17 +136,19 @@ def test_pod_store_keeps_namespaces_and_count() -> None:
 def test_selectors_that_came_and_went_leave_no_namespace_behind() -> None:
     """Namespaces come and go (one per pull request, say), each with a selector deleted before
     any sync read its pods (always so on a standby, which never syncs): nothing of them may
-    stay in the selector -> pods index."""
+    stay in the selector -> pods index, nor in the selector index."""
     index = SelectorIndex()
     selected = SelectedPods(index, PodStore())
     app = Selector((Requirement("app", "In", frozenset({"a"})),))
+    anything = Selector((Requirement("app", "Exists"),))  # no In term: the fallback list
     for i in range(100):
-        record = make_selector("web", f"pr-{i}", app)
+        record = make_selector("web", f"pr-{i}", app if i % 2 else anything)
         index.add(record)
         selected.selector_changed(None, record)
         selected.selector_changed(index.remove(record.key), None)
     assert len(selected) == 0
     assert selected._pending == {}
+    assert (len(index), index._postings, index._fallback) == (0, {}, {})
 
 
 def test_a_selector_with_thousands_of_values_costs_no_posting_per_value() -> None:
