@@ -151,6 +151,24 @@ def test_selectors_that_came_and_went_leave_no_namespace_behind() -> None:
     assert (len(index), index._postings, index._fallback) == (0, {}, {})
 
 
+def test_a_selector_whose_label_selector_changed_reads_its_new_pods() -> None:
+    pods = PodStore()
+    for pod in (make_pod("pa", {"app": "a"}), make_pod("pb", {"app": "b"})):
+        pods.put(f"{pod.namespace}/{pod.name}", pod)
+    index = SelectorIndex()
+    selected = SelectedPods(index, pods)
+    old = make_selector("s", "ns1", Selector((Requirement("app", "In", frozenset({"a"})),)))
+    index.add(old)
+    selected.selector_changed(None, old)
+    assert [p.name for p in selected.pods_of(old.key)] == ["pa"]
+    new = make_selector("s", "ns1", Selector((Requirement("app", "In", frozenset({"b"})),)))
+    index.add(new)
+    selected.selector_changed(old, new)
+    assert [p.name for p in selected.pods_of(new.key)] == ["pb"]
+    selected.selector_changed(new, new)  # the same label selector (a label change): kept
+    assert [p.name for p in selected.pods_of(new.key)] == ["pb"]
+
+
 def test_a_selector_with_thousands_of_values_costs_no_posting_per_value() -> None:
     """A tenant who may create EndpointSelectors can list ~150k values in one ``In`` (its
     values are unbounded up to the 1.5 MiB object limit). Posted once per value, such a
