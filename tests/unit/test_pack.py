@@ -12,7 +12,14 @@ from hypothesis import strategies as st
 from slicectl.model.records import PodRecord, SelectorRecord
 from slicectl.reconcile import Plan, Settings, new_slice_body, plan
 from slicectl.reconcile.pack import FILL_EXTRA_WRITES
-from tests.unit.reconcile_builders import NODES, FakeCluster, make_selector, pods_range
+from tests.unit.reconcile_builders import (
+    NODES,
+    FakeCluster,
+    ip4,
+    make_pod,
+    make_selector,
+    pods_range,
+)
 
 S100 = Settings()
 
@@ -102,6 +109,47 @@ def test_create_absorbed_by_a_slice_written_anyway() -> None:
     p = apply(sel, pods, cluster)
     assert p.writes == 1 and not p.creates
     assert sizes(cluster) == [90]
+
+
+def test_slices_written_anyway_merge_when_the_donor_fits_exactly() -> None:
+    sel = make_selector()
+    cluster, pods = seeded(sel, [60, 60])
+    pods = pods[20:]  # 40 left in the first slice ...
+    pods[40] = replace(pods[40], ready=False)  # ... and the second one is written anyway
+    p = apply(sel, pods, cluster)
+    assert (len(p.updates), len(p.deletes)) == (1, 1) and sizes(cluster) == [100]
+
+
+def test_the_smallest_slice_written_anyway_is_the_one_merged_away() -> None:
+    """Fewest endpoints move (each is briefly listed twice): the 10 go, not the 50."""
+    sel = make_selector()
+    cluster, pods = seeded(sel, [60, 60])
+    big, small = sorted(cluster.slices, key=lambda s: s.name)
+    pods = pods[10:60] + pods[110:]
+    p = apply(sel, pods, cluster)
+    assert [s.name for s in p.deletes] == [small.name]
+    assert [s.name for s in cluster.slices] == [big.name] and sizes(cluster) == [60]
+
+
+def test_budgeted_compaction_empties_the_smallest_slice_first() -> None:
+    sel = make_selector()
+    cluster, pods = seeded(sel, [50, 30, 20])
+    p = apply(sel, pods, cluster, budget=2)
+    assert p.writes == 2 and sizes(cluster) == [50, 50], "the 20 moved, not the 50"
+
+
+def test_a_selectors_groups_share_one_compaction_budget() -> None:
+    sel = make_selector()
+    cluster, pods = FakeCluster(), []
+    for start in (0, 10, 20):  # three dual-stack batches: three slices per family
+        batch = [make_pod(f"pod-{i:05d}", ip4(i), f"fd00::{i:x}") for i in range(start, start + 10)]
+        for spec in plan(sel, batch, NODES, [], S100).creates:
+            cluster.add_raw(new_slice_body(sel, spec, None))
+        pods += batch
+    p = apply(sel, pods, cluster, budget=2)
+    assert p.writes == 2 and sizes(cluster) == [10, 10, 10, 10, 20], "one family compacted"
+    p = apply(sel, pods, cluster, budget=2)
+    assert p.writes == 2 and len(cluster.slices) == 4
 
 
 def test_no_budget_no_compaction_and_a_budget_compacts_a_quiet_group() -> None:
@@ -223,6 +271,9 @@ def test_budget_never_exceeded_and_slices_stay_exact(
         # the most room, only as many as it needs (not the nearly full one), instead of a new
         # slice beyond the ideal: one write more, within the limit.
         ([20, 20, 95], 100, 2, [40, 95, 100]),
+        # A remainder that fits no untouched slice gets a new one while that is within the
+        # ideal count: one create, not a top-up of the nearly full slice and a create.
+        ([100, 95], 30, 1, [30, 95, 100]),
     ],
 )
 def test_filling_before_creating_costs_at_most_one_more_write(
