@@ -237,6 +237,27 @@ class TestOwnershipAndFiltering:
         assert plan(make_selector("api", match={"app": "web"}), pods_range(10), NODES,
                     cluster.slices, S100).creates
 
+    def test_a_slice_without_an_owner_is_replaced(self) -> None:
+        """Labelled as this selector's but owned by nothing (its ownerReferences removed):
+        never reused, as a slice of another uid (upstream deletes slices it does not own)."""
+        sel = make_selector()
+        cluster = seed(sel, [10])
+        (only,) = cluster.objects.values()
+        del only["metadata"]["ownerReferences"]
+        p = plan(sel, pods_range(10), NODES, cluster.slices, S100)
+        assert sizes(p) == [10] and not p.updates
+        assert [s.name for s in p.deletes] == [only["metadata"]["name"]]
+
+    def test_same_named_selector_slices_in_another_namespace_ignored(self) -> None:
+        sel = make_selector()
+        cluster = seed(sel, [10])
+        (only,) = cluster.objects.values()
+        for uid in (sel.uid, "another"):
+            meta = {**only["metadata"], "name": f"elsewhere-{uid}", "namespace": "other",
+                    "ownerReferences": [{**only["metadata"]["ownerReferences"][0], "uid": uid}]}
+            cluster.objects[meta["name"]] = {**only, "metadata": meta}
+        assert plan(sel, pods_range(10), NODES, cluster.slices, S100).empty
+
     def test_terminating_slices_ignored(self) -> None:
         sel = make_selector()
         cluster = seed(sel, [10])

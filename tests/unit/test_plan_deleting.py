@@ -118,3 +118,19 @@ def test_an_endpoint_that_changed_ports_moves_into_the_slice_it_leaves() -> None
     cluster.apply(sel, p)
     (s,) = cluster.slices
     assert [port.port for port in s.ports] == [9090] and len(s.endpoints) == 1
+
+
+def test_an_endpoint_whose_ports_changed_leaves_a_slice_still_in_use_with_no_create() -> None:
+    """Its new group has no slice, and the one it leaves still lists another endpoint (so it
+    cannot be recycled): publishing it would take a create, so it is dropped."""
+    sel = make_selector(ports=[{"name": "http", "targetPort": "http"}])
+    cluster = FakeCluster()
+    a, b = (make_pod(n, ip, ports=[ContainerPort("http", 8080)])
+            for n, ip in (("a", "10.0.0.1"), ("b", "10.0.0.2")))
+    cluster.apply(sel, plan(sel, [a, b], NODES, cluster.slices, CFG))
+    moved = replace(a, container_ports=(ContainerPort("http", 9090),))
+    p = plan(replace(sel, deleting=True), [moved, b], NODES, cluster.slices, CFG)
+    assert not p.creates and not p.deletes and len(p.updates) == 1
+    cluster.apply(sel, p)
+    (s,) = cluster.slices
+    assert [ep.target.name for ep in s.endpoints if ep.target] == ["b"]
