@@ -186,6 +186,16 @@ class TestPlaceholder:
         p = plan(sel, [], NODES, cluster.slices, S100)
         assert (len(p.creates), len(p.updates), len(p.deletes)) == (0, 1, 0)
 
+    def test_of_two_placeholders_the_one_with_current_labels_is_kept(self) -> None:
+        cluster = FakeCluster()
+        step(make_selector(labels={"a": "1"}), [], cluster)  # the first by name: stale labels
+        sel = make_selector(labels={"a": "2"})
+        cluster.add_raw(new_slice_body(sel, plan(sel, [], NODES, [], S100).creates[0], None))
+        stale, _ = sorted(cluster.slices, key=lambda s: s.name)
+        p = plan(sel, [], NODES, cluster.slices, S100)
+        assert (p.creates, p.updates) == ((), ())
+        assert [s.name for s in p.deletes] == [stale.name], "one delete, no label update"
+
     def test_all_pods_gone(self) -> None:
         sel = make_selector()
         cluster = FakeCluster()
