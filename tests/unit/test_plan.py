@@ -196,6 +196,16 @@ class TestPlaceholder:
         assert (p.creates, p.updates) == ((), ())
         assert [s.name for s in p.deletes] == [stale.name], "one delete, no label update"
 
+    def test_placeholder_of_another_family_replaced(self) -> None:
+        """addressType is immutable: a placeholder of the family no longer wanted is deleted
+        and one of the wanted family created."""
+        cluster = FakeCluster()
+        step(make_selector(ip_families=["IPv6"]), [], cluster)
+        (old,) = cluster.slices
+        p = plan(make_selector(ip_families=["IPv4"]), [], NODES, cluster.slices, S100)
+        assert [s.address_type for s in p.creates] == [IPV4] and not p.updates
+        assert [s.name for s in p.deletes] == [old.name]
+
     def test_all_pods_gone(self) -> None:
         sel = make_selector()
         cluster = FakeCluster()
