@@ -3,7 +3,7 @@
 A group is (address family, normalised port list): every slice holds endpoints of one family
 with one port list. Within a group endpoints are keyed by their upstream identity (addresses,
 hostname, pod namespace/name), which is how existing slice contents are matched in linear time.
-Also decides the address families: ``spec.ipFamilies``, else every family among the pods.
+Only the families of ``spec.ipFamilies`` are kept, else every family among the pods.
 Groups are filled oldest pod first (:func:`age_order`), the order new endpoints are placed in;
 the sort key is precomputed once per pod record (``PodRecord.order``), never per sync.
 The caller hands in the selector's pods from the selector -> pods index, so a sync costs
@@ -75,7 +75,6 @@ class EndpointMemo:
 
 @dataclass(slots=True)
 class DesiredState:
-    families: tuple[str, ...]  # the address families the selector publishes
     groups: dict[GroupKey, dict[Identity, Endpoint]] = field(default_factory=dict)
 
     @property
@@ -146,9 +145,4 @@ def desired_state(
                     found = groups[key] = {}
                 group = found
             group[identity] = ep
-    if selector.ip_families:
-        families = selector.ip_families
-    else:
-        present = {family for family, _ in groups}
-        families = tuple(f for f in ADDRESS_FAMILIES if f in present)
-    return DesiredState(families=families, groups=groups)
+    return DesiredState(groups=groups)

@@ -176,7 +176,7 @@ def _only_published(
     for group, endpoints in desired.groups.items():
         published = listed.get(group if per_group else None, set())
         groups[group] = {i: ep for i, ep in endpoints.items() if i in published}
-    return DesiredState(desired.families, groups)
+    return DesiredState(groups)
 
 
 def _placeholder(

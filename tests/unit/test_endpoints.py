@@ -125,10 +125,12 @@ class TestFields:
 class TestFamilies:
     def test_default_families_are_those_present(self) -> None:
         sel = make_selector()
-        assert desired_state(sel, [make_pod("a", "10.0.0.1")], NODES).families == (IPV4,)
-        assert desired_state(sel, [make_pod("a", "fd00::1")], NODES).families == (IPV6,)
-        dual = desired_state(sel, [make_pod("a", "10.0.0.1"), make_pod("b", "fd00::2")], NODES)
-        assert dual.families == (IPV4, IPV6)
+        def families(*pods: PodRecord) -> set[str]:
+            return {family for family, _ in desired_state(sel, pods, NODES).groups}
+
+        assert families(make_pod("a", "10.0.0.1")) == {IPV4}
+        assert families(make_pod("a", "fd00::1")) == {IPV6}
+        assert families(make_pod("a", "10.0.0.1"), make_pod("b", "fd00::2")) == {IPV4, IPV6}
 
     def test_dual_stack_pod_one_endpoint_per_family(self) -> None:
         sel = make_selector()
