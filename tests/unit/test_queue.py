@@ -217,8 +217,33 @@ async def test_an_add_without_a_change_never_ages_the_trigger_time() -> None:
     q.add("k", delay=30.0)  # scheduled refresh while processing
     q.done("k")
     q.add("k", changed_at=1234.5)  # the real change comes later
+    q.add("k")  # and a refresh after it, before the sync
     _, _, trigger = await asyncio.wait_for(q.get(), timeout=5)
     assert trigger == 1234.5
+
+
+async def test_expedite_retries_a_backing_off_key_now_and_keeps_its_failures() -> None:
+    now = [100.0]
+    q = WorkQueue(clock=lambda: now[0])
+    assert not q.expedite("k"), "not pending"
+    q.add("k")
+    assert not q.expedite("k"), "pending, but not backing off"
+    key, _, _ = await q.get()
+    q.add_rate_limited(key)
+    q.done(key)
+    assert q.due() == 0 and q.stats.retries == 1, "backing off for a second"
+    assert q.expedite("k")
+    assert q.due() == 1 and q.failures("k") == 1
+
+
+def test_a_shut_down_queue_takes_no_more_keys_and_counts_adds() -> None:
+    q = WorkQueue(clock=lambda: 0.0)
+    q.add("k")
+    q.add("k")
+    assert (len(q), q.stats.adds) == (1, 2), "two adds, one pending key"
+    q.shutdown()
+    q.add("other")
+    assert (len(q), q.stats.adds) == (1, 2) and not q.pending("other")
 
 
 async def test_background_tokens_wait_while_the_bucket_is_below_its_reserve() -> None:
