@@ -93,3 +93,31 @@ def test_the_string_form_is_computed_once_per_selector() -> None:
     assert selector.to_string() is first
     assert first.startswith("app in (v0,v1,v10,") and first.endswith("),tier")
     assert selector == Selector((Requirement("app", "In", values), Requirement("tier", "Exists")))
+
+
+def test_notin_matches_an_absent_key_or_another_value() -> None:
+    req = Requirement("app", "NotIn", frozenset({"a"}))
+    assert req.matches({}) and req.matches({"app": "b"}) and req.matches({"tier": "a"})
+    assert not req.matches({"app": "a"})
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "valid"),
+    [
+        ("/app", "x", False),  # an empty prefix
+        (f"{'a' * 253}/app", "x", True),
+        (f"{'a' * 254}/app", "x", False),  # a prefix is at most 253 characters
+        ("a" * 63, "x", True),
+        ("a" * 64, "x", False),  # a name is at most 63 characters
+        ("app", "v" * 63, True),
+        ("app", "v" * 64, False),  # a value is at most 63 characters
+    ],
+)
+def test_label_key_and_value_length_limits(key: str, value: str, valid: bool) -> None:
+    """apimachinery's IsQualifiedName and IsValidLabelValue limits, at their edges."""
+    raw = {"matchLabels": {key: value}}
+    if valid:
+        assert from_label_selector(raw).matches({key: value})
+    else:
+        with pytest.raises(SelectorError):
+            from_label_selector(raw)
