@@ -293,8 +293,11 @@ def _ssl_context(cfg: Any, host: str) -> ssl.SSLContext | bool:
         ctx = ssl.create_default_context(cafile=cfg.ssl_ca_cert or None)
         # Python 3.13's default adds OpenSSL's RFC 5280 checks, which Go's crypto/x509 does not
         # make: a cluster CA without key usage, or a serving certificate without an authority
-        # key identifier, is one kubectl and client-go talk to.
-        ctx.verify_flags &= ~ssl.VERIFY_X509_STRICT
+        # key identifier, is one kubectl and client-go talk to. And Go takes every certificate
+        # it is given as a CA for a trust anchor: an intermediate CA in the kubeconfig, without
+        # its root, is trusted (OpenSSL's partial chains; 3.13 sets them, 3.11 and 3.12 not).
+        ctx.verify_flags = ((ctx.verify_flags & ~ssl.VERIFY_X509_STRICT)
+                            | ssl.VERIFY_X509_PARTIAL_CHAIN)
     else:
         ctx = ssl.create_default_context()
         ctx.check_hostname = False

@@ -5,7 +5,8 @@ checks, which Go's crypto/x509 does not make: a cluster CA made by ``openssl req
 constraints, no key usage) is refused ("CA cert does not include key usage extension"), as is a
 serving certificate without an Authority Key Identifier. kubectl talks to such a cluster (the
 loopback v1.32.6 these tests use has such a CA); slicectl on 3.13 could not. The tests make
-3.13's default on whatever Python runs them.
+3.13's default on whatever Python runs them. Go also trusts an intermediate CA given without
+its root, where OpenSSL before 3.13's default wants the chain up to a self-signed root.
 """
 
 from __future__ import annotations
@@ -95,3 +96,45 @@ def test_a_certificate_from_another_ca_is_still_refused(
     assert isinstance(client, ssl.SSLContext)
     with pytest.raises(ssl.SSLCertVerificationError):
         handshake(client, server_context(cert_pem, key_pem), "127.0.0.1")
+
+
+def intermediate_chain() -> tuple[bytes, bytes, bytes]:
+    """(intermediate CA PEM, server cert + intermediate PEM, server key PEM): a root CA signs
+    an intermediate CA, which signs the serving certificate; the server sends both."""
+    now = datetime.datetime.now(datetime.UTC)
+    keys = [ec.generate_private_key(ec.SECP256R1()) for _ in range(3)]
+    names = [x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, n)])
+             for n in ("root-ca", "intermediate-ca", "kube-apiserver")]
+
+    def cert(i: int, issuer: int, ca: bool) -> x509.Certificate:
+        builder = (x509.CertificateBuilder().subject_name(names[i]).issuer_name(names[issuer])
+                   .public_key(keys[i].public_key()).serial_number(x509.random_serial_number())
+                   .not_valid_before(now - datetime.timedelta(hours=1))
+                   .not_valid_after(now + datetime.timedelta(hours=1))
+                   .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+        if not ca:
+            builder = builder.add_extension(x509.SubjectAlternativeName(
+                [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+        return builder.sign(keys[issuer], hashes.SHA256())
+
+    intermediate, server = cert(1, 0, True), cert(2, 1, False)
+    key_pem = keys[2].private_bytes(PEM, serialization.PrivateFormat.PKCS8,
+                                    serialization.NoEncryption())
+    return (intermediate.public_bytes(PEM),
+            server.public_bytes(PEM) + intermediate.public_bytes(PEM), key_pem)
+
+
+def test_an_intermediate_ca_in_the_kubeconfig_is_trusted_as_client_go_trusts_it(
+        tmp_path: Path) -> None:
+    """Go's crypto/x509 takes every certificate of the roots pool as a trust anchor, so a
+    kubeconfig whose certificate-authority is an intermediate CA (the cluster's issuing CA,
+    without the offline root) works with kubectl. OpenSSL wants a chain up to a self-signed
+    root unless told otherwise (Python 3.13 tells it; 3.11 and 3.12 do not)."""
+    ca_pem, chain_pem, key_pem = intermediate_chain()
+    (tmp_path / "ca.crt").write_bytes(ca_pem)
+    config = SimpleNamespace(host="https://127.0.0.1:6443", verify_ssl=True,
+                             ssl_ca_cert=str(tmp_path / "ca.crt"), cert_file=None,
+                             key_file=None)
+    client = Connection(config, None, in_cluster=False).ssl
+    assert isinstance(client, ssl.SSLContext)
+    handshake(client, server_context(chain_pem, key_pem), "127.0.0.1")
