@@ -309,7 +309,7 @@ class Controller:
         started = self._running[key] = time.monotonic()
         result_name = "success"
         # filled (and counted) as writes land, whatever the sync does next
-        writes = WriteResult(on_write=self._count_write if self.metrics is not None else None)
+        writes = WriteResult(on_write=self._count_write)
         try:
             result = await self.syncer.sync(key, trigger, writes)
         except asyncio.CancelledError:

@@ -33,6 +33,31 @@ def endpoint(pod: str, ip: str, ready: bool) -> dict[str, Any]:
             "nodeName": "node-0", "zone": "z0"}
 
 
+def web_slice(web: dict[str, Any], name: str, family: str,
+              endpoints: list[dict[str, Any]]) -> dict[str, Any]:
+    """A slice of selector ``web`` as the controller would write it (port http/8080)."""
+    return {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "addressType": family, "endpoints": endpoints,
+            "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
+            "metadata": {"name": name, "labels": {
+                L_SELECTOR: "web", SUITE_LABEL: "reliability", L_MANAGED: MANAGED_BY},
+                "ownerReferences": [{
+                    "apiVersion": "slicectl.io/v1alpha1", "kind": "EndpointSelector",
+                    "name": "web", "controller": True, "blockOwnerDeletion": True,
+                    "uid": web["metadata"]["uid"]}]}}
+
+
+async def report_reconciled(client: KubeClient, web: dict[str, Any], *, endpoints: int,
+                            ready: int, slices: int) -> None:
+    """Write the status the controller would report for ``web`` with these counts."""
+    await client.patch(ESEL, "web", {"status": {
+        "endpoints": endpoints, "readyEndpoints": ready, "endpointSlices": slices,
+        "observedGeneration": web["metadata"]["generation"],
+        "conditions": [{"type": "Ready", "status": "True", "reason": "Reconciled",
+                        "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}},
+        NS, subresource="status")
+
+
 async def test_checker_finds_every_planted_problem(srv: EmbeddedApiServer) -> None:
     async with await KubeClient.connect(srv.kubeconfig_path) as client:
         await prepare(client, NS, {"web": {"app": "a"}, "old": {"app": "b"}})
@@ -44,25 +69,10 @@ async def test_checker_finds_every_planted_problem(srv: EmbeddedApiServer) -> No
                 await client.patch(PODS, name, running_status(ip, ready), NS,
                                    subresource="status")
         web = await client.get(ESEL, "web", NS)
-        good: dict[str, Any]  # the slice as the controller would write it
-        good = {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-                "addressType": "IPv4",
-                "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
-                "metadata": {"name": "web-1", "labels": {
-                    L_SELECTOR: "web", SUITE_LABEL: "reliability", L_MANAGED: MANAGED_BY},
-                             "ownerReferences": [{
-                                 "apiVersion": "slicectl.io/v1alpha1",
-                                 "kind": "EndpointSelector", "name": "web", "controller": True,
-                                 "blockOwnerDeletion": True, "uid": web["metadata"]["uid"]}]},
-                "endpoints": [endpoint("p1", "10.0.0.1", True),
-                              endpoint("p2", "10.0.0.2", False)]}
+        good = web_slice(web, "web-1", "IPv4", [endpoint("p1", "10.0.0.1", True),
+                                                endpoint("p2", "10.0.0.2", False)])
         made = await client.create(ENDPOINTSLICES, good, NS)
-        await client.patch(ESEL, "web", {"status": {
-            "endpoints": 2, "readyEndpoints": 1, "endpointSlices": 1,
-            "observedGeneration": web["metadata"]["generation"],
-            "conditions": [{"type": "Ready", "status": "True", "reason": "Reconciled",
-                            "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}},
-            NS, subresource="status")
+        await report_reconciled(client, web, endpoints=2, ready=1, slices=1)
         await client.delete(ESEL, "old", NS)
         verdict = await check(client, NS, deleted={"old"})
         assert verdict.ok, verdict.problems
@@ -128,27 +138,11 @@ async def test_checker_judges_families_ports_nodes_labels_and_placeholders(
             status["status"]["podIPs"] = [{"ip": ip} for ip in ips]
             await client.patch(PODS, name, status, NS, subresource="status")
         web = await client.get(ESEL, "web", NS)
-        labels = {L_SELECTOR: "web", SUITE_LABEL: "reliability", L_MANAGED: MANAGED_BY}
-
-        def slice_of(name: str, family: str, endpoints: list[dict[str, Any]]) -> dict[str, Any]:
-            return {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-                    "addressType": family, "endpoints": endpoints,
-                    "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
-                    "metadata": {"name": name, "labels": labels, "ownerReferences": [{
-                        "apiVersion": "slicectl.io/v1alpha1", "kind": "EndpointSelector",
-                        "name": "web", "controller": True, "blockOwnerDeletion": True,
-                        "uid": web["metadata"]["uid"]}]}}
-
         v4 = [endpoint("p1", "10.0.0.1", True), endpoint("p2", "10.0.0.2", True)]
         v6 = [endpoint("p1", "fd00::1", True)]
-        await client.create(ENDPOINTSLICES, slice_of("web-4", "IPv4", v4), NS)
-        await client.create(ENDPOINTSLICES, slice_of("web-6", "IPv6", v6), NS)
-        await client.patch(ESEL, "web", {"status": {
-            "endpoints": 3, "readyEndpoints": 3, "endpointSlices": 2,
-            "observedGeneration": web["metadata"]["generation"],
-            "conditions": [{"type": "Ready", "status": "True", "reason": "Reconciled",
-                            "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}},
-            NS, subresource="status")
+        await client.create(ENDPOINTSLICES, web_slice(web, "web-4", "IPv4", v4), NS)
+        await client.create(ENDPOINTSLICES, web_slice(web, "web-6", "IPv6", v6), NS)
+        await report_reconciled(client, web, endpoints=3, ready=3, slices=2)
         assert (await check(client, NS)).ok, (await check(client, NS)).problems
         assert "more than 1 endpoints" in str((await check(client, NS, max_per_slice=1)).problems)
 
@@ -174,7 +168,7 @@ async def test_checker_judges_families_ports_nodes_labels_and_placeholders(
         current = await client.get(ENDPOINTSLICES, "web-6", NS)
         assert "labels" in str(await problems_with("web-6", {"metadata": {
             **current["metadata"], "labels": {L_SELECTOR: "web", L_MANAGED: MANAGED_BY}}}))
-        extra = slice_of("web-e", "IPv4", [])
+        extra = web_slice(web, "web-e", "IPv4", [])
         await client.create(ENDPOINTSLICES, extra, NS)
         assert "empty slice" in str((await check(client, NS, status=False)).problems)
         await client.delete(ENDPOINTSLICES, "web-e", NS)

@@ -69,31 +69,32 @@ def python_313_default(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ssl, "create_default_context", strict)
 
 
-@pytest.mark.parametrize("default", ["this Python's", "Python 3.13's"])
-def test_a_cluster_ca_that_kubectl_accepts_is_accepted(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, default: str) -> None:
-    if default == "Python 3.13's":
-        python_313_default(monkeypatch)
-    ca_pem, cert_pem, key_pem = handmade_chain()
+def client_trusting(tmp_path: Path, ca_pem: bytes) -> ssl.SSLContext:
+    """slicectl's TLS context for a kubeconfig whose certificate-authority is ``ca_pem``."""
     (tmp_path / "ca.crt").write_bytes(ca_pem)
     config = SimpleNamespace(host="https://127.0.0.1:6443", verify_ssl=True,
                              ssl_ca_cert=str(tmp_path / "ca.crt"), cert_file=None,
                              key_file=None)
     client = Connection(config, None, in_cluster=False).ssl
     assert isinstance(client, ssl.SSLContext)
+    return client
+
+
+@pytest.mark.parametrize("default", ["this Python's", "Python 3.13's"])
+def test_a_cluster_ca_that_kubectl_accepts_is_accepted(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, default: str) -> None:
+    if default == "Python 3.13's":
+        python_313_default(monkeypatch)
+    ca_pem, cert_pem, key_pem = handmade_chain()
+    client = client_trusting(tmp_path, ca_pem)
     handshake(client, server_context(cert_pem, key_pem), "127.0.0.1")
 
 
 def test_a_certificate_from_another_ca_is_still_refused(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     python_313_default(monkeypatch)
-    (tmp_path / "ca.crt").write_bytes(handmade_chain()[0])
+    client = client_trusting(tmp_path, handmade_chain()[0])
     _, cert_pem, key_pem = handmade_chain()
-    config = SimpleNamespace(host="https://127.0.0.1:6443", verify_ssl=True,
-                             ssl_ca_cert=str(tmp_path / "ca.crt"), cert_file=None,
-                             key_file=None)
-    client = Connection(config, None, in_cluster=False).ssl
-    assert isinstance(client, ssl.SSLContext)
     with pytest.raises(ssl.SSLCertVerificationError):
         handshake(client, server_context(cert_pem, key_pem), "127.0.0.1")
 
@@ -131,10 +132,5 @@ def test_an_intermediate_ca_in_the_kubeconfig_is_trusted_as_client_go_trusts_it(
     without the offline root) works with kubectl. OpenSSL wants a chain up to a self-signed
     root unless told otherwise (Python 3.13 tells it; 3.11 and 3.12 do not)."""
     ca_pem, chain_pem, key_pem = intermediate_chain()
-    (tmp_path / "ca.crt").write_bytes(ca_pem)
-    config = SimpleNamespace(host="https://127.0.0.1:6443", verify_ssl=True,
-                             ssl_ca_cert=str(tmp_path / "ca.crt"), cert_file=None,
-                             key_file=None)
-    client = Connection(config, None, in_cluster=False).ssl
-    assert isinstance(client, ssl.SSLContext)
+    client = client_trusting(tmp_path, ca_pem)
     handshake(client, server_context(chain_pem, key_pem), "127.0.0.1")
