@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.apiserver import free_port, stop_process
-from benchmarks.baselines.upstream import SERVICE_NAME_LABEL, UPSTREAM_MANAGED_BY
+from benchmarks.baselines.upstream import SERVICE_NAME_LABEL, UPSTREAM_MANAGED_BY, kcm_command
 from benchmarks.driver import ESEL, SERVICEACCOUNTS, SERVICES
 from slicectl.cli import workload
 from slicectl.kube.client import KubeClient
@@ -517,8 +517,8 @@ def controllers(kubeconfig: str, kcm_binary: str | None, namespace: str,
         if kcm_binary:
             log = open(log_dir / "kcm.log", "ab")  # noqa: SIM115 - closed below
             logs.append(log)
-            procs.append(subprocess.Popen(kcm_command(kcm_binary, kubeconfig), stdout=log,
-                                          stderr=subprocess.STDOUT))
+            command = kcm_command(kcm_binary, kubeconfig, free_port())
+            procs.append(subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT))
         log = open(log_dir / "slicectl.log", "ab")  # noqa: SIM115 - closed below
         logs.append(log)
         procs.append(subprocess.Popen(
@@ -532,14 +532,6 @@ def controllers(kubeconfig: str, kcm_binary: str | None, namespace: str,
             stop_process(proc, 15)
         for log in logs:
             log.close()
-
-
-def kcm_command(binary: str, kubeconfig: str) -> list[str]:
-    """kube-controller-manager with only the endpointslice controller, upstream defaults."""
-    return [binary, f"--kubeconfig={kubeconfig}", f"--authentication-kubeconfig={kubeconfig}",
-            f"--authorization-kubeconfig={kubeconfig}", "--controllers=endpointslice",
-            "--leader-elect=false", "--use-service-account-credentials=false",
-            "--bind-address=127.0.0.1", f"--secure-port={free_port()}", "--v=2"]
 
 
 async def both_views(client: KubeClient, ns: str, case: str) -> tuple[Any, Any]:
