@@ -173,6 +173,14 @@ class TestPlaceholder:
         p = plan(make_selector(ip_families=["IPv6", "IPv4"]), [], NODES, [], S100)
         assert [s.address_type for s in p.creates] == [IPV6]
 
+    def test_no_placeholder_for_a_family_without_pods(self) -> None:
+        """Both families asked for, IPv4 pods only: the IPv4 slice and no empty IPv6 one
+        (kube-controller-manager adds one for a dual-stack Service: README "The EndpointSelector
+        API", measured by ``benchmarks/differential.py``, case ``ds-both-v4pods``)."""
+        sel = make_selector(ip_families=["IPv4", "IPv6"])
+        p = plan(sel, [make_pod("a", "10.0.0.1")], NODES, [], S100)
+        assert [(s.address_type, len(s.endpoints)) for s in p.creates] == [(IPV4, 1)]
+
     def test_existing_placeholder_kept(self) -> None:
         sel = make_selector()
         cluster = FakeCluster()
