@@ -207,11 +207,12 @@ def special_ip_errors(value: str) -> tuple[str, ...]:
 
 @functools.lru_cache(maxsize=65536)
 def ip_family_error(value: str, family: int) -> str | None:
-    """``IsValidIPv4Address`` / ``IsValidIPv6Address`` (an IPv4-mapped IPv6 address is not a
-    valid IPv6 address: its ``To4()`` is not nil)."""
+    """``IsValidIPv4Address`` / ``IsValidIPv6Address``: the family is Go's, ``To4() != nil``,
+    so an IPv4-mapped IPv6 address (``::ffff:10.0.0.1``) is a valid IPv4 address and not a
+    valid IPv6 one."""
     ip = parse_ip_sloppy(value)
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
     if ip is None or ip.version != family:
-        return f"must be a valid IPv{family} address"
-    if isinstance(ip, ipaddress.IPv6Address) and (":" not in value or ip.ipv4_mapped):
         return f"must be a valid IPv{family} address"
     return None
