@@ -18,7 +18,7 @@ from slicectl.controller.batching import (
     STREAM_WRITES,
     Edge,
 )
-from slicectl.controller.queue import Backoff, ShutDown, WorkQueue
+from slicectl.controller.queue import UNDATED, Backoff, ShutDown, WorkQueue, dated
 from slicectl.kube.ratelimit import TokenBucket
 
 
@@ -206,6 +206,35 @@ async def test_wait_idle_returns_once_everything_added_was_processed() -> None:
         q.done(key)
     await asyncio.wait_for(waiter, timeout=5)
     assert q.idle()
+
+
+def test_only_a_dated_change_dates_a_sync() -> None:
+    """No change, or only undated ones (a pod deleted, a spec change): no trigger time, so the
+    write carries no last-change-trigger-time, as upstream's tracker then finds none."""
+    assert dated(None) is None
+    assert dated(UNDATED) is None
+    assert dated(1234.5) == 1234.5
+
+
+async def test_clear_forgets_pending_keys_and_waits_for_the_ones_being_processed() -> None:
+    """A new leadership term starts from the caches: clear() drops what is queued, but a sync
+    still running is not idle until it is done."""
+    q = WorkQueue(clock=lambda: 100.0)
+    q.add("busy")
+    q.add("queued")
+    assert q.get_nowait() == ("busy", 0.0, None)
+    q.add("busy")  # changed while being processed
+    q.clear()
+    assert not q.pending("queued") and not q.pending("busy") and q.processing("busy")
+    waiter = asyncio.create_task(q.wait_idle())
+    await asyncio.sleep(0)
+    assert not waiter.done(), "idle while a sync still runs"
+    q.done("busy")
+    assert q.idle(), "the add made before clear() was dropped with the rest"
+    await asyncio.wait_for(waiter, timeout=5)
+    q.add("queued")
+    q.clear()  # nothing being processed: idle at once
+    await asyncio.wait_for(q.wait_idle(), timeout=5)
 
 
 async def test_an_add_without_a_change_never_ages_the_trigger_time() -> None:
