@@ -18,7 +18,15 @@ from slicectl.controller.batching import (
     STREAM_WRITES,
     Edge,
 )
-from slicectl.controller.queue import UNDATED, Backoff, ShutDown, WorkQueue, dated
+from slicectl.controller.queue import (
+    _EDGE_PRUNE_EVERY,
+    _LAST_START_KEEP,
+    UNDATED,
+    Backoff,
+    ShutDown,
+    WorkQueue,
+    dated,
+)
 from slicectl.kube.ratelimit import TokenBucket
 
 
@@ -183,6 +191,18 @@ async def test_a_worker_cancelled_as_it_is_woken_passes_the_key_on() -> None:
         await first
 
 
+async def test_a_key_added_ready_goes_to_a_parked_worker_without_a_timer() -> None:
+    """A ready key wakes a parked worker at once: the clock here never moves, so only the
+    wake-up itself can hand the key over within a loop iteration or two."""
+    q = WorkQueue(clock=lambda: 100.0)
+    worker = asyncio.create_task(q.get())
+    await asyncio.sleep(0)
+    q.add("k")
+    for _ in range(2):
+        await asyncio.sleep(0)
+    assert worker.done() and worker.result()[0] == "k"
+
+
 async def test_keys_due_together_are_taken_by_as_many_parked_workers() -> None:
     q = WorkQueue()
     workers = [asyncio.create_task(q.get()) for _ in range(3)]
@@ -263,6 +283,31 @@ async def test_expedite_retries_a_backing_off_key_now_and_keeps_its_failures() -
     assert q.due() == 0 and q.stats.retries == 1, "backing off for a second"
     assert q.expedite("k")
     assert q.due() == 1 and q.failures("k") == 1
+
+
+async def test_expedite_never_hands_out_a_key_being_processed() -> None:
+    """A key whose failed sync is still running (its retry waits in the dirty set) is not
+    expedited: that would give it to a second worker while the first still holds it."""
+    now = [100.0]
+    q = WorkQueue(clock=lambda: now[0])
+    q.add("k")
+    assert q.get_nowait() is not None
+    q.add_rate_limited("k")  # the sync failed; the worker has not called done() yet
+    assert not q.expedite("k")
+    assert q.get_nowait() is None and q.processing("k")
+    q.done("k")
+    assert q.due() == 0 and q.expedite("k") and q.due() == 1
+
+
+def test_a_key_changed_while_processing_keeps_its_earliest_ready_time() -> None:
+    """The no-sliding-window rule holds for a key re-added while it is being processed."""
+    q = WorkQueue(clock=lambda: 100.0)
+    q.add("k")
+    assert q.get_nowait() is not None
+    q.add("k")  # due at once, after this sync
+    q.add("k", delay=30.0)  # a later schedule must not push it out
+    q.done("k")
+    assert q.due() == 1
 
 
 def test_a_shut_down_queue_takes_no_more_keys_and_counts_adds() -> None:
@@ -569,6 +614,7 @@ async def test_leading_edge_syncs_and_retries_never_settle() -> None:
     assert q._settled("failing", 5.0) == 5.0
     q = WorkQueue()
     edge = await _held(q, "spec")
+    edge.widest = 2 * SETTLE_BURST_GAP  # a burst that would settle past its due time
     q.add("spec")  # an unbatched add (a spec change) asks for at once
     edge.last_change = 5.0
     assert q._settled("spec", 5.0) == 5.0
@@ -607,3 +653,29 @@ async def test_a_grown_window_ends_when_its_stream_pauses_and_not_before() -> No
     assert q._settled("k", 10.5) == _at(10.35 + STREAM_PAUSE * 0.05), (
         "a gap of 150 ms is no pause for changes 50 ms apart on average")
 
+
+
+def test_the_state_of_keys_gone_quiet_is_swept_but_not_of_keys_still_queued() -> None:
+    """Every ``_EDGE_PRUNE_EVERY`` syncs the queue forgets the batching state and sync start
+    time of keys quiet for longer than their window (and ``min_interval``'s memory): else a
+    controller that saw many selectors come and go keeps a record of each for ever."""
+    now = [1000.0]
+    q = WorkQueue(clock=lambda: now[0])
+
+    def sync(key: str, **kwargs: float) -> None:
+        q.add(key, **kwargs)
+        got = q.get_nowait()
+        assert got is not None and got[0] == key
+        q.done(key)
+
+    sync("gone", batch=1.0)
+    sync("queued", batch=1.0)
+    q.add("busy", batch=1.0)
+    assert q.get_nowait() is not None  # still being processed at the sweep
+    now[0] += 2 * _LAST_START_KEEP
+    q.add("queued", delay=3600.0, batch=1.0)  # pending at the sweep
+    for i in range(_EDGE_PRUNE_EVERY - 3):  # the sweep comes with the last of these gets
+        sync(f"k{i}")
+    assert "gone" not in q._edges and "gone" not in q._last_start
+    assert "queued" in q._edges and "busy" in q._edges
+    assert f"k{_EDGE_PRUNE_EVERY - 4}" in q._last_start, "a recent sync start is kept"
