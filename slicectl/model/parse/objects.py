@@ -134,10 +134,10 @@ def _fast_ports(containers: Any, sidecars_of: Any, out: list[_RawPort]) -> bool:
                 return False
             name, number, protocol = port.get("name"), port.get("containerPort"), port.get(
                 "protocol")
-            if type(name) is not str or type(number) is not int or not (
+            if (name is not None and type(name) is not str) or type(number) is not int or not (
                 protocol is None or type(protocol) is str
             ):
-                return False
+                return False  # an unnamed port is common: skipped below, as the checked parse does
             if name and 0 < number < 65536:
                 out.append((name, number, protocol or "TCP"))
     return True
