@@ -203,6 +203,32 @@ async def test_a_key_added_ready_goes_to_a_parked_worker_without_a_timer() -> No
     assert worker.done() and worker.result()[0] == "k"
 
 
+async def test_a_worker_cancelled_before_a_key_comes_is_skipped() -> None:
+    """A cancelled worker stays parked until its task runs again: a key added meanwhile goes
+    to the next parked worker, and adding it does not fail on the cancelled one."""
+    q = WorkQueue()
+    first = asyncio.create_task(q.get())
+    await asyncio.sleep(0)
+    second = asyncio.create_task(q.get())
+    await asyncio.sleep(0)
+    first.cancel()
+    q.add("a")
+    key, _, _ = await asyncio.wait_for(second, timeout=5)
+    assert key == "a"
+    with pytest.raises(asyncio.CancelledError):
+        await first
+
+
+async def test_a_key_due_sooner_than_the_armed_timer_is_not_held_to_it() -> None:
+    q = WorkQueue()
+    worker = asyncio.create_task(q.get())
+    await asyncio.sleep(0)
+    q.add("late", delay=60.0)  # arms the timer for a minute from now
+    q.add("soon", delay=0.01)
+    key, _, _ = await asyncio.wait_for(worker, timeout=5)
+    assert key == "soon"
+
+
 async def test_keys_due_together_are_taken_by_as_many_parked_workers() -> None:
     q = WorkQueue()
     workers = [asyncio.create_task(q.get()) for _ in range(3)]
@@ -302,12 +328,30 @@ async def test_expedite_never_hands_out_a_key_being_processed() -> None:
 def test_a_key_changed_while_processing_keeps_its_earliest_ready_time() -> None:
     """The no-sliding-window rule holds for a key re-added while it is being processed."""
     q = WorkQueue(clock=lambda: 100.0)
-    q.add("k")
-    assert q.get_nowait() is not None
-    q.add("k")  # due at once, after this sync
-    q.add("k", delay=30.0)  # a later schedule must not push it out
+    for first, second in ((0.0, 30.0), (30.0, 0.0)):
+        q.add("k")
+        assert q.get_nowait() is not None
+        q.add("k", delay=first)
+        q.add("k", delay=second)
+        assert q.pending("k") and q.due() == 0, "pending, after this sync"
+        q.done("k")
+        assert q.due() == 1, "the earlier of the two times"
+        assert q.get_nowait() is not None
+        q.done("k")
+
+
+async def test_a_failed_sync_keeps_its_trigger_time_before_a_newer_change() -> None:
+    """A change that comes while a sync fails does not make the retry look newer than the
+    change the failed sync was for."""
+    q = WorkQueue(clock=lambda: 100.0)
+    q.add("k", changed_at=50.0)
+    assert q.get_nowait() == ("k", 0.0, 50.0)
+    q.add("k", changed_at=80.0)  # during the sync
+    q.add_rate_limited("k")
     q.done("k")
-    assert q.due() == 1
+    assert q.expedite("k")
+    got = q.get_nowait()
+    assert got is not None and got[2] == 50.0
 
 
 def test_a_shut_down_queue_takes_no_more_keys_and_counts_adds() -> None:
@@ -550,6 +594,19 @@ async def test_a_held_sync_settles_while_its_burst_still_arrives_up_to_a_cap() -
     assert q._settled("k", due) == due
 
 
+async def test_a_delayed_add_or_a_repair_does_not_end_a_held_burst() -> None:
+    """Only an add asked for at once (a spec change) skips the settling: a refresh scheduled
+    for later, or a repair held by ``min_interval``, leaves the burst held."""
+    for extra in ({"delay": 30.0}, {"min_interval": 0.5}):
+        q = WorkQueue()
+        edge = await _held(q)
+        edge.widest = 2 * SETTLE_BURST_GAP
+        due = edge.last_sync + edge.window
+        edge.last_change = due - SETTLE_GAP / 2
+        q.add("k", **extra)
+        assert q._settled("k", due) == _at(due + SETTLE_GAP / 2), extra
+
+
 async def test_a_held_burst_waits_for_a_longer_gap_than_a_few_changes() -> None:
     q = WorkQueue()
     edge = await _held(q)  # one change since the last sync
@@ -609,6 +666,7 @@ async def test_leading_edge_syncs_and_retries_never_settle() -> None:
     assert q._settled("quiet", 5.0) == 5.0
     q = WorkQueue()
     edge = await _held(q, "failing")
+    edge.widest = 2 * SETTLE_BURST_GAP  # a burst that would settle past its due time
     edge.last_change = 5.0
     q._failures["failing"] = 1
     assert q._settled("failing", 5.0) == 5.0
