@@ -72,7 +72,6 @@ class Backoff:
 class QueueStats:
     adds: int = 0
     retries: int = 0
-    processed: int = 0
 
 
 class WorkQueue:
@@ -241,7 +240,6 @@ class WorkQueue:
             trigger = self._oldest_change.pop(key, None)
             if trigger is not None:
                 self._in_flight_change[key] = trigger
-            self.stats.processed += 1
             return key, now - ready, trigger
         return None
 
