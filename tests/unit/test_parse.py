@@ -16,13 +16,24 @@ from slicectl.model.parse import (
     parse_slice,
     parse_version,
 )
-from slicectl.model.parse.objects import _checked_pod, _fast_endpoint, _fast_pod, _slice_endpoint
+from slicectl.model.parse.objects import (
+    _ENDPOINTS,
+    _ENDPOINTS_MAX,
+    _FAST_PORTS,
+    _PORTS_MAX,
+    _checked_pod,
+    _fast_endpoint,
+    _fast_pod,
+    _slice_endpoint,
+)
 from slicectl.model.records import (
+    LABEL_ZONE,
     ContainerPort,
     Endpoint,
     EndpointPort,
     ObjectVersion,
     OwnerRef,
+    PodRecord,
     SelectorPort,
     SelectorRef,
     TargetRef,
@@ -84,6 +95,7 @@ class TestCanonicalIP:
             ("::1.2.3.4", "::102:304"),
             ("2001:db8::", "2001:db8::"),
             ("000fd00::00000001", "fd00::1"),  # Go reads a group's every digit
+            ("0fd00::1", "fd00::1"),  # five digits
             ("2001:db8::00000010.1.2.3", "2001:db8::a01:203"),
         ],
     )
@@ -118,7 +130,8 @@ class TestEndpointIp:
         [("10.0.0.1", "10.0.0.1"), ("0.1.2.3", "0.1.2.3"), ("128.0.0.1", "128.0.0.1"),
          ("169.253.255.255", "169.253.255.255"), ("224.0.1.1", "224.0.1.1"),
          ("fec0::1", "fec0::1"), ("ff05::2", "ff05::2"), ("ff01::1", "ff01::1"),
-         ("::ffff:010.0.0.1", "10.0.0.1"), ("FD00::0001", "fd00::1")],
+         ("::ffff:010.0.0.1", "10.0.0.1"), ("FD00::0001", "fd00::1"),
+         ("2002::1", "2002::1"), ("fd02::1", "fd02::1")],  # ff02::/16's 02 but no ff
     )
     def test_kept(self, raw: str, want: str) -> None:
         assert endpoint_ip(raw) == want
@@ -209,6 +222,8 @@ class TestPod:
             (lambda r: r.pop("metadata"), "metadata"),
             (lambda r: r["metadata"].update(labels=["x"]), "labels"),
             (lambda r: r["metadata"].update(labels={"a": 1}), "labels"),
+            (lambda r: r["metadata"].update(labels={"a": "b", "c": 1}), "labels"),
+            (lambda r: r["metadata"].update(labels=[]), "labels"),
             (lambda r: r.update(spec="x"), "spec"),
             (lambda r: r["status"].update(podIPs={"ip": "1.2.3.4"}), "podIPs"),
             (lambda r: r["spec"].update(nodeName=5), "nodeName"),
@@ -220,6 +235,21 @@ class TestPod:
         mutate(raw)
         with pytest.raises(ParseError, match=message):
             parse_pod(raw)
+
+    def test_ports_no_named_lookup_can_use_are_skipped(self) -> None:
+        raw = pod_json()
+        raw["spec"] = {"containers": [{"name": "c", "ports": [
+            {"name": 5, "containerPort": 1}, {"name": "", "containerPort": 2},
+            {"name": "a", "containerPort": "80"}, {"name": "b", "containerPort": True},
+            {"name": "c", "containerPort": 0}, {"name": "d", "containerPort": 65536},
+            {"name": "e", "containerPort": 65535}, "f"]}]}
+        assert parse_pod(raw).container_ports == (ContainerPort("e", 65535),)
+
+    def test_equal_label_maps_are_one_object(self) -> None:
+        """The pods of one ReplicaSet carry equal labels: held once, not once a pod."""
+        first = _checked_pod(pod_json())
+        second = _checked_pod(pod_json())
+        assert first.labels is second.labels
 
     @pytest.mark.parametrize("raw", [None, [], "pod", 3])
     def test_not_an_object(self, raw: Any) -> None:
@@ -249,6 +279,8 @@ class TestNode:
     def test_malformed(self) -> None:
         with pytest.raises(ParseError):
             parse_node({"metadata": {}})
+        with pytest.raises(ParseError, match="labels"):
+            parse_node({"metadata": {"name": "n", "labels": {LABEL_ZONE: 1}}})
 
 
 class TestSlice:
@@ -282,6 +314,7 @@ class TestSlice:
                 {"addresses": ["10.0.0.2"]},
             ],
         }
+        raw["metadata"]["ownerReferences"].insert(0, "not an object")
         s = parse_slice(raw)
         assert (s.name, s.uid, s.resource_version, s.generation) == ("web-abc", "s1", "9", 3)
         assert s.owner == OwnerRef("slicectl.io/v1alpha1", "EndpointSelector", "web", "sel")
@@ -391,8 +424,107 @@ def fast_pod_json() -> dict[str, Any]:
     return raw
 
 
+def pod_shape(where: str, value: Any) -> dict[str, Any]:
+    """:func:`fast_pod_json` with ``value`` at the dotted path ``where`` (None: removed)."""
+    raw = fast_pod_json()
+    *parents, leaf = where.split(".")
+    node: Any = raw
+    for part in parents:
+        node = node[int(part)] if part.isdigit() else node[part]
+    if value is None and isinstance(node, dict):
+        node.pop(leaf, None)
+    else:
+        node[int(leaf) if leaf.isdigit() else leaf] = value
+    return raw
+
+
+POD_SHAPES: list[Any] = [
+    fast_pod_json(),
+    pod_shape("metadata.labels", None),
+    pod_shape("metadata.labels", {}),
+    pod_shape("metadata.labels", ["app"]),
+    pod_shape("metadata.labels", {"app": ["web"]}),
+    pod_shape("metadata.labels", {"app": "first-sight"}),
+    pod_shape("metadata.name", ""),
+    pod_shape("metadata.name", 5),
+    pod_shape("metadata.namespace", ""),
+    pod_shape("metadata.namespace", 5),
+    pod_shape("metadata.uid", None),
+    pod_shape("metadata.uid", ""),
+    pod_shape("metadata.uid", 5),
+    pod_shape("metadata.resourceVersion", None),
+    pod_shape("metadata.resourceVersion", 7),
+    pod_shape("metadata.creationTimestamp", None),
+    pod_shape("metadata.deletionTimestamp", "2024-01-01T00:00:00Z"),
+    pod_shape("spec", None),
+    pod_shape("spec", "x"),
+    pod_shape("status", None),
+    pod_shape("status", []),
+    pod_shape("status.phase", "Succeeded"),
+    pod_shape("status.phase", None),
+    pod_shape("status.phase", ""),
+    pod_shape("status.phase", 5),
+    pod_shape("status.podIPs", None),
+    pod_shape("status.podIPs", {"ip": "10.0.0.1"}),
+    pod_shape("status.podIPs", ["10.0.0.1", {"ip": 5}, {}]),
+    pod_shape("status.podIPs", [{"ip": "010.0.0.1"}, {"ip": "bogus"}, {"ip": "fd00::1"}]),
+    pod_shape("status.podIPs", [{"ip": "127.0.0.1"}, {"ip": "10.0.0.9"}]),
+    pod_shape("status.conditions", None),
+    pod_shape("status.conditions", {"type": "Ready"}),
+    pod_shape("status.conditions", ["x", {"type": "Ready", "status": "True"}]),
+    pod_shape("status.conditions", [{"type": "Ready", "status": "False",
+                                     "lastTransitionTime": ""}]),
+    pod_shape("status.conditions", [{"type": "Ready", "status": "True",
+                                     "lastTransitionTime": 5}]),
+    pod_shape("spec.nodeName", ""),
+    pod_shape("spec.nodeName", None),
+    pod_shape("spec.nodeName", 5),
+    pod_shape("spec.hostname", ["h"]),
+    pod_shape("spec.subdomain", None),
+    pod_shape("spec.containers", None),
+    pod_shape("spec.containers", "c"),
+    pod_shape("spec.containers", ["c"]),
+    pod_shape("spec.containers.0.ports", None),
+    pod_shape("spec.containers.0.ports", "http"),
+    pod_shape("spec.containers.0.ports", ["http", {"name": "b", "containerPort": 2}]),
+    pod_shape("spec.containers.0.ports", [{"name": "a", "containerPort": 0},
+                                          {"name": "b", "containerPort": 65536},
+                                          {"name": "c", "containerPort": 65535},
+                                          {"name": "", "containerPort": 3}]),
+    pod_shape("spec.containers.0.ports", [{"name": 5, "containerPort": 1}]),
+    pod_shape("spec.containers.0.ports", [{"name": "a", "containerPort": "80"}]),
+    pod_shape("spec.containers.0.ports", [{"name": "a", "containerPort": True}]),
+    pod_shape("spec.containers.0.ports", [{"name": "a", "containerPort": 1, "protocol": 6}]),
+    pod_shape("spec.containers.0.ports", [{"name": "a", "containerPort": 1, "protocol": ""}]),
+    pod_shape("spec.initContainers", None),
+    pod_shape("spec.initContainers", "i"),
+    pod_shape("spec.initContainers", ["i"]),
+    pod_shape("spec.initContainers.0.ports", "metrics"),
+    pod_shape("spec.initContainers.1.restartPolicy", "Always"),
+    None,
+    ["pod"],
+]
+
+
 class TestPodFastPath:
-    """The fast parse (:func:`_fast_pod`) against the checked one."""
+    """The fast parse (:func:`_fast_pod`) against the checked one, as the slice endpoints'
+    are: it gives the same record or defers, and never takes a shape the checked one refuses.
+    Its labels are seen first, as a running controller has seen them: the fast parse defers
+    on a label map it meets for the first time."""
+
+    @pytest.mark.parametrize("raw", POD_SHAPES)
+    def test_same_record_or_error_as_the_checked_parse(self, raw: Any) -> None:
+        seen = _checked_pod(fast_pod_json())
+        fast = _fast_pod(raw)  # first: the checked parse would make its labels seen
+        try:
+            want: PodRecord | Exception = _checked_pod(raw)
+        except ParseError as exc:
+            want = exc
+        if isinstance(want, Exception):
+            assert fast is None, "a shape the checked parse refuses is never accepted"
+        else:
+            assert fast is None or fast == want
+        assert seen.labels == {"app": "web"}
 
     @pytest.mark.parametrize("unnamed", [False, True])
     def test_the_common_shape_takes_the_fast_path(self, unnamed: bool) -> None:
@@ -406,6 +538,21 @@ class TestPodFastPath:
         assert fast is not None and fast == seen and fast.pod_ips == ("10.0.0.1", "10.0.0.2")
         assert fast.container_ports == (ContainerPort("http", 8080), ContainerPort("metrics", 9090,
                                                                                    "UDP"))
+
+
+def test_the_shared_record_tables_stay_bounded() -> None:
+    """Endpoints and container-port lists are shared through tables that are cleared when
+    full: a cluster whose pods keep changing never makes them grow past their bound."""
+    for i in range(_ENDPOINTS_MAX + 10):
+        _fast_endpoint({**WELL_FORMED, "addresses": [f"10.{i >> 16}.{i >> 8 & 255}.{i & 255}"]})
+    assert 0 < len(_ENDPOINTS) <= _ENDPOINTS_MAX
+    seen = _checked_pod(fast_pod_json())
+    for i in range(_PORTS_MAX + 10):
+        raw = fast_pod_json()
+        raw["spec"]["containers"][0]["ports"][0]["containerPort"] = i + 1
+        assert _fast_pod(raw) is not None
+    assert 0 < len(_FAST_PORTS) <= _PORTS_MAX
+    assert seen.labels == {"app": "web"}
 
 
 class TestVersion:
@@ -494,6 +641,18 @@ class TestSelector:
             ({"selector": {"matchLabels": {"a": "b"}}, "ipFamilies": ["IPv4", "IPv4"]}, "repeat"),
             ({"selector": {"matchLabels": {"a": "b"}}, "ports": "x"}, "list"),
             ({"selector": "app=web"}, "spec.selector"),
+            # wrong JSON types: the shipped CRDs' schemas refuse these first (a real server
+            # answers 422), but a spec is never a reason to raise
+            ({"selector": {"matchLabels": ["a"]}}, "matchLabels"),
+            ({"selector": {"matchLabels": {"a": 1}}}, "matchLabels"),
+            ({"selector": {"matchExpressions": {"key": "a", "operator": "Exists"}}},
+             "matchExpressions"),
+            ({"selector": {"matchExpressions": ["a"]}}, "matchExpressions[0]"),
+            ({"selector": {"matchExpressions": [{"key": 5, "operator": "Exists"}]}}, "key"),
+            ({"selector": {"matchExpressions": [{"key": "a", "operator": "In", "values": "b"}]}},
+             "values"),
+            ({"selector": {"matchExpressions": [{"key": "a", "operator": "In", "values": [1]}]}},
+             "values"),
             ("not an object", "spec"),
         ],
     )
@@ -502,6 +661,23 @@ class TestSelector:
         assert rec.error is not None and message in rec.error
         assert rec.selector.empty and rec.ports == ()
         assert rec.name == "web"
+
+    @pytest.mark.parametrize(
+        ("port", "valid"),
+        [
+            ({"name": "a" * 63, "targetPort": 1}, True),  # a DNS label: at most 63 characters
+            ({"name": "a" * 64, "targetPort": 1}, False),
+            ({"targetPort": "a" * 15}, True),  # an IANA_SVC_NAME: at most 15 characters
+            ({"targetPort": "a" * 16}, False),
+            ({"targetPort": "h2c"}, True),  # digits are fine with a letter among them
+            ({"targetPort": "z80"}, True),
+            ({"targetPort": True}, False),  # a JSON bool is no port number
+        ],
+    )
+    def test_port_name_and_target_limits(self, port: dict[str, Any], valid: bool) -> None:
+        rec = parse_selector(selector_json({"selector": {"matchLabels": {"a": "b"}},
+                                            "ports": [port]}), API)
+        assert (rec.error is None) is valid, rec.error
 
     def test_name_too_long_for_label(self) -> None:
         rec = parse_selector(selector_json({"selector": {"matchLabels": {"a": "b"}}},
