@@ -242,8 +242,10 @@ class TestPod:
             {"name": 5, "containerPort": 1}, {"name": "", "containerPort": 2},
             {"name": "a", "containerPort": "80"}, {"name": "b", "containerPort": True},
             {"name": "c", "containerPort": 0}, {"name": "d", "containerPort": 65536},
-            {"name": "e", "containerPort": 65535}, "f"]}]}
-        assert parse_pod(raw).container_ports == (ContainerPort("e", 65535),)
+            {"name": "e", "containerPort": 65535}, "f",
+            {"name": "g", "containerPort": 7, "protocol": 6}]}]}
+        assert parse_pod(raw).container_ports == (ContainerPort("e", 65535),
+                                                  ContainerPort("g", 7, ""))
 
     def test_equal_label_maps_are_one_object(self) -> None:
         """The pods of one ReplicaSet carry equal labels: held once, not once a pod."""
@@ -301,7 +303,8 @@ class TestSlice:
                 ],
             },
             "addressType": "IPv4",
-            "ports": [{"name": "http", "port": 80, "appProtocol": "h2c"}, {}],
+            "ports": [{"name": "http", "port": 80, "appProtocol": "h2c"}, {},
+                      {"name": "dns", "port": 53, "protocol": "UDP"}],
             "endpoints": [
                 {
                     "addresses": ["10.0.0.1"],
@@ -319,7 +322,8 @@ class TestSlice:
         assert (s.name, s.uid, s.resource_version, s.generation) == ("web-abc", "s1", "9", 3)
         assert s.owner == OwnerRef("slicectl.io/v1alpha1", "EndpointSelector", "web", "sel")
         assert s.selector_name == "web" and s.annotations == {"a": "b"}
-        assert s.ports == (EndpointPort("http", 80, "TCP", "h2c"), EndpointPort("", None, "TCP"))
+        assert s.ports == (EndpointPort("http", 80, "TCP", "h2c"), EndpointPort("", None, "TCP"),
+                           EndpointPort("dns", 53, "UDP"))
         assert s.endpoints[0] == Endpoint(
             ("10.0.0.1",), False, True, True, TargetRef("ns", "p", "u"), "n1", "z", "h"
         )
@@ -336,6 +340,7 @@ class TestSlice:
         }
         s = parse_slice(raw)
         assert s.ports == () and s.endpoints == () and s.terminating and s.owner is None
+        assert s.generation == 0, "no generation reads as 0"
 
     def test_malformed(self) -> None:
         with pytest.raises(ParseError, match="endpoints"):
@@ -561,6 +566,10 @@ class TestVersion:
                             "generation": 3}, "endpoints": "not read"}
         assert parse_version(raw, "EndpointSlice") == ObjectVersion("ns", "s", "u", "7", 3)
 
+    def test_no_generation_reads_as_0(self) -> None:
+        raw = {"metadata": {"name": "s", "namespace": "ns", "uid": "u"}}
+        assert parse_version(raw, "EndpointSlice").generation == 0
+
     def test_identity_is_checked(self) -> None:
         with pytest.raises(ParseError, match="uid"):
             parse_version({"metadata": {"name": "s", "namespace": "ns"}}, "EndpointSlice")
@@ -640,6 +649,9 @@ class TestSelector:
             ({"selector": {"matchLabels": {"a": "b"}}, "ipFamilies": ["IPv5"]}, "ipFamilies"),
             ({"selector": {"matchLabels": {"a": "b"}}, "ipFamilies": ["IPv4", "IPv4"]}, "repeat"),
             ({"selector": {"matchLabels": {"a": "b"}}, "ports": "x"}, "list"),
+            ({"selector": {"matchLabels": {"a": "b"}}, "ports": ["http"]}, "object"),
+            ({"selector": {"matchLabels": {"a": "b"}}, "ports": [{"name": 5, "targetPort": 1}]},
+             "name"),
             ({"selector": "app=web"}, "spec.selector"),
             # wrong JSON types: the shipped CRDs' schemas refuse these first (a real server
             # answers 422), but a spec is never a reason to raise
@@ -678,6 +690,15 @@ class TestSelector:
         rec = parse_selector(selector_json({"selector": {"matchLabels": {"a": "b"}},
                                             "ports": [port]}), API)
         assert (rec.error is None) is valid, rec.error
+
+    def test_at_most_100_ports(self) -> None:
+        """The README's limit (the CRDs' maxItems, and EndpointSlice's documented one)."""
+        ports = [{"name": f"p{i}", "targetPort": i + 1} for i in range(101)]
+        spec = {"selector": {"matchLabels": {"a": "b"}}, "ports": ports[:100]}
+        rec = parse_selector(selector_json(spec), API)
+        assert rec.error is None and len(rec.ports) == 100
+        rec = parse_selector(selector_json({**spec, "ports": ports}), API)
+        assert rec.error is not None and "at most 100" in rec.error
 
     def test_name_too_long_for_label(self) -> None:
         rec = parse_selector(selector_json({"selector": {"matchLabels": {"a": "b"}}},
