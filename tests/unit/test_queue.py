@@ -131,6 +131,21 @@ async def test_failures_grow_backoff_and_are_never_dropped() -> None:
     assert q.failures("k") == 0
 
 
+def test_retries_share_one_bucket_of_100_then_10_a_second() -> None:
+    """Upstream's overall retry limit (client-go's BucketRateLimiter, 10 qps with a burst of
+    100, which the EndpointSlice controller uses): the first 100 retries of many failing
+    keys wait for their backoff only, the next ones a tenth of a second more each."""
+    q = WorkQueue(backoff=Backoff(base=0.001), clock=lambda: 100.0)
+    delays = []
+    for i in range(105):
+        q.add(f"k{i}")
+        assert q.get_nowait() is not None
+        delays.append(q.add_rate_limited(f"k{i}"))
+    assert max(delays[:100]) == 0.001
+    assert delays[100] > 0.05
+    assert delays[104] - delays[103] == pytest.approx(0.1, abs=0.01)
+
+
 def test_token_bucket_spaces_retries_after_burst() -> None:
     now = [0.0]
     bucket = TokenBucket(10.0, 2, clock=lambda: now[0])
