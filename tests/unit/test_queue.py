@@ -244,6 +244,29 @@ async def test_a_key_due_sooner_than_the_armed_timer_is_not_held_to_it() -> None
     assert key == "soon"
 
 
+async def test_a_worker_taking_a_key_wakes_the_next_only_for_a_key_due_now(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    q = WorkQueue()
+    looks = 0
+    look = q.get_nowait
+
+    def counted() -> tuple[str, float, float | None] | None:
+        nonlocal looks
+        looks += 1
+        return look()
+
+    monkeypatch.setattr(q, "get_nowait", counted)
+    workers = [asyncio.create_task(q.get()) for _ in range(3)]
+    await asyncio.sleep(0)
+    q.add("later", delay=60.0)
+    q.add("now")
+    await asyncio.sleep(0.01)
+    assert [w.result()[0] for w in workers if w.done()] == ["now"]
+    assert looks == 4, "the key due in a minute woke nobody"
+    q.shutdown()
+    await asyncio.gather(*workers, return_exceptions=True)
+
+
 async def test_keys_due_together_are_taken_by_as_many_parked_workers() -> None:
     q = WorkQueue()
     workers = [asyncio.create_task(q.get()) for _ in range(3)]
@@ -609,12 +632,19 @@ async def test_a_held_sync_settles_while_its_burst_still_arrives_up_to_a_cap() -
     assert q._settled("k", due) == due
 
 
-async def test_a_delayed_add_or_a_repair_does_not_end_a_held_burst() -> None:
+def test_a_delayed_add_or_a_repair_does_not_end_a_held_burst() -> None:
     """Only an add asked for at once (a spec change) skips the settling: a refresh scheduled
     for later, or a repair held by ``min_interval``, leaves the burst held."""
-    for extra in ({"delay": 30.0}, {"min_interval": 0.5}):
-        q = WorkQueue()
-        edge = await _held(q)
+    now = [100.0]
+    for extra in ({"delay": 0.5}, {"min_interval": 0.5}):
+        q = WorkQueue(clock=lambda: now[0])
+        q.add("k", batch=0.1)
+        assert q.get_nowait() is not None
+        q.done("k")
+        now[0] += SETTLE_GAP / 2
+        q.add("k", batch=0.1)  # a change soon after: held for the window
+        edge = q._edges["k"]
+        assert edge.held
         edge.widest = 2 * SETTLE_BURST_GAP
         due = edge.last_sync + edge.window
         edge.last_change = due - SETTLE_GAP / 2
@@ -748,7 +778,8 @@ def test_the_state_of_keys_gone_quiet_is_swept_but_not_of_keys_still_queued() ->
     now[0] += 2 * _LAST_START_KEEP
     q.add("queued", delay=3600.0, batch=1.0)  # pending at the sweep
     for i in range(_EDGE_PRUNE_EVERY - 3):  # the sweep comes with the last of these gets
-        sync(f"k{i}")
+        sync(f"k{i}", batch=1.0)
     assert "gone" not in q._edges and "gone" not in q._last_start
     assert "queued" in q._edges and "busy" in q._edges
-    assert f"k{_EDGE_PRUNE_EVERY - 4}" in q._last_start, "a recent sync start is kept"
+    recent = f"k{_EDGE_PRUNE_EVERY - 4}"
+    assert recent in q._edges and recent in q._last_start, "a key synced just now is kept"
