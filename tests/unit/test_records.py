@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from slicectl.model.records import Endpoint, TargetRef
+from slicectl.model.records import Endpoint, PodRecord, TargetRef
 
 
 def _ep(*addresses: str, ready: bool = True) -> Endpoint:
@@ -26,3 +26,22 @@ def test_a_replaced_copy_does_not_inherit_the_cache() -> None:
     b = replace(a, addresses=("10.0.0.9",), ready=False, serving=False)
     assert b.identity == (("10.0.0.9",), "h", "ns", "p")
     assert hash(b) == hash(_ep("10.0.0.9", ready=False)) and b != a
+
+
+def test_a_record_with_its_cache_filled_equals_a_fresh_one() -> None:
+    """The caches are no part of the value: an endpoint or a pod whose cached hash, identity
+    or order was computed equals a fresh equal record (else a slice whose endpoints a sync
+    looked at compares unequal to its watch echo, and is written again)."""
+    a = _ep("10.0.0.1")
+    assert a.identity and hash(a)
+    assert a == _ep("10.0.0.1")
+    pod = PodRecord("ns", "web-2", "u", "1", {}, "Running", ("10.0.0.1",), True, None, False,
+                    "n", "", "", creation_timestamp="2024-01-01T00:00:00Z")
+    assert pod.order
+    assert pod == replace(pod)
+
+
+def test_an_endpoint_without_a_target_has_an_identity() -> None:
+    """A slice edited by someone else may list an endpoint without a targetRef."""
+    bare = Endpoint(("10.0.0.2", "10.0.0.1"), True, True, False)
+    assert bare.identity == (("10.0.0.1", "10.0.0.2"), None, None, None)
