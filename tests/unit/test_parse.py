@@ -297,6 +297,7 @@ class TestSlice:
                 "labels": {"kubernetes.io/endpoint-selector-name": "web"},
                 "annotations": {"a": "b"},
                 "ownerReferences": [
+                    "not an object",
                     {"apiVersion": "v1", "kind": "X", "name": "x", "uid": "other"},
                     {"apiVersion": "slicectl.io/v1alpha1", "kind": "EndpointSelector",
                      "name": "web", "uid": "sel", "controller": True},
@@ -317,7 +318,6 @@ class TestSlice:
                 {"addresses": ["10.0.0.2"]},
             ],
         }
-        raw["metadata"]["ownerReferences"].insert(0, "not an object")
         s = parse_slice(raw)
         assert (s.name, s.uid, s.resource_version, s.generation) == ("web-abc", "s1", "9", 3)
         assert s.owner == OwnerRef("slicectl.io/v1alpha1", "EndpointSelector", "web", "sel")

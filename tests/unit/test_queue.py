@@ -636,7 +636,7 @@ def test_a_delayed_add_or_a_repair_does_not_end_a_held_burst() -> None:
     """Only an add asked for at once (a spec change) skips the settling: a refresh scheduled
     for later, or a repair held by ``min_interval``, leaves the burst held."""
     now = [100.0]
-    for extra in ({"delay": 0.5}, {"min_interval": 0.5}):
+    for delay, min_interval in ((0.5, 0.0), (0.0, 0.5)):
         q = WorkQueue(clock=lambda: now[0])
         q.add("k", batch=0.1)
         assert q.get_nowait() is not None
@@ -648,8 +648,8 @@ def test_a_delayed_add_or_a_repair_does_not_end_a_held_burst() -> None:
         edge.widest = 2 * SETTLE_BURST_GAP
         due = edge.last_sync + edge.window
         edge.last_change = due - SETTLE_GAP / 2
-        q.add("k", **extra)
-        assert q._settled("k", due) == _at(due + SETTLE_GAP / 2), extra
+        q.add("k", delay=delay, min_interval=min_interval)
+        assert q._settled("k", due) == _at(due + SETTLE_GAP / 2), (delay, min_interval)
 
 
 async def test_a_held_burst_waits_for_a_longer_gap_than_a_few_changes() -> None:
@@ -765,8 +765,8 @@ def test_the_state_of_keys_gone_quiet_is_swept_but_not_of_keys_still_queued() ->
     now = [1000.0]
     q = WorkQueue(clock=lambda: now[0])
 
-    def sync(key: str, **kwargs: float) -> None:
-        q.add(key, **kwargs)
+    def sync(key: str, batch: float | None = None) -> None:
+        q.add(key, batch=batch)
         got = q.get_nowait()
         assert got is not None and got[0] == key
         q.done(key)
