@@ -781,5 +781,5 @@ def test_the_state_of_keys_gone_quiet_is_swept_but_not_of_keys_still_queued() ->
         sync(f"k{i}", batch=1.0)
     assert "gone" not in q._edges and "gone" not in q._last_start
     assert "queued" in q._edges and "busy" in q._edges
-    recent = f"k{_EDGE_PRUNE_EVERY - 4}"
+    recent = f"k{_EDGE_PRUNE_EVERY - 5}"  # synced and done just before the sweep
     assert recent in q._edges and recent in q._last_start, "a key synced just now is kept"
