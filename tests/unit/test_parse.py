@@ -368,6 +368,7 @@ ENDPOINT_SHAPES: list[Any] = [
     {**WELL_FORMED, "targetRef": {"name": "p"}},
     {**WELL_FORMED, "targetRef": {"name": "p", "kind": None}},
     {**WELL_FORMED, "nodeName": "", "zone": None, "hostname": ""},
+    {**WELL_FORMED, "zone": ""},  # read as no zone, as the checked parse and upstream do
     {"addresses": []},
     {"addresses": None, "conditions": {}},
     {**WELL_FORMED, "addresses": ["10.0.0.1", 7]},
