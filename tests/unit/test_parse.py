@@ -367,6 +367,7 @@ ENDPOINT_SHAPES: list[Any] = [
     {**WELL_FORMED, "targetRef": None},
     {**WELL_FORMED, "targetRef": {"name": "p"}},
     {**WELL_FORMED, "targetRef": {"name": "p", "kind": None}},
+    {**WELL_FORMED, "targetRef": {"kind": "Pod", "uid": "u"}},
     {**WELL_FORMED, "nodeName": "", "zone": None, "hostname": ""},
     {**WELL_FORMED, "zone": ""},  # read as no zone, as the checked parse and upstream do
     {"addresses": []},
@@ -685,6 +686,9 @@ class TestSelector:
             ({"targetPort": "h2c"}, True),  # digits are fine with a letter among them
             ({"targetPort": "z80"}, True),
             ({"targetPort": True}, False),  # a JSON bool is no port number
+            ({"targetPort": 65535}, True),
+            ({"targetPort": 65536}, False),
+            ({"targetPort": 1, "appProtocol": 5}, False),
         ],
     )
     def test_port_name_and_target_limits(self, port: dict[str, Any], valid: bool) -> None:
@@ -714,6 +718,11 @@ class TestSelector:
     def test_deleting(self) -> None:
         raw = selector_json({"selector": {"matchLabels": {"a": "b"}}}, deletionTimestamp="t")
         assert parse_selector(raw, API).deleting
+
+    def test_no_generation_reads_as_0(self) -> None:
+        raw = selector_json({"selector": {"matchLabels": {"a": "b"}}})
+        del raw["metadata"]["generation"]
+        assert parse_selector(raw, API).generation == 0
 
     def test_unusable_metadata_raises(self) -> None:
         with pytest.raises(ParseError):
