@@ -608,10 +608,15 @@ def _at(when: float) -> object:
 
 
 async def _held(q: WorkQueue, key: str = "k", batch: float = 0.1) -> Edge:
-    """``key`` synced once (leading edge), then changed again within its window: held."""
+    """``key`` synced once (leading edge), then changed again within its window: held.
+
+    The second change is dated right after the first, however long the machine took between
+    them: on a loaded machine a real gap of ``SETTLE_GAP`` or more made it an isolated change,
+    synced at once, and the caller's test failed."""
     q.add(key, batch=batch)
     await q.get()
     q.done(key)
+    q._edges[key].last_change = q._now()
     q.add(key, batch=batch)
     edge = q._edges[key]
     assert edge.held and q.pending(key)
