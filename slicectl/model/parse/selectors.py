@@ -33,7 +33,8 @@ from slicectl.model.selector import (
     label_value_error,
 )
 
-_MAX_SLICE_PORTS = 100  # EndpointSlice validation: at most 100 ports per slice
+# The CRDs' maxItems and the EndpointSlice API's documented limit (v1.32 validates 20000).
+_MAX_SLICE_PORTS = 100
 
 
 def _selector_port(raw: Any, where: str) -> SelectorPort | str:
