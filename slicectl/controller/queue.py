@@ -80,7 +80,6 @@ class WorkQueue:
     def __init__(
         self,
         backoff: Backoff = Backoff(),
-        retry_bucket: TokenBucket | None = None,
         clock: Callable[[], float] | None = None,
         max_batch: float = STREAM_MAX_WINDOW,
         write_rate: float = 0.0,
@@ -92,7 +91,7 @@ class WorkQueue:
         self._streams = Streams(write_rate, max_batch)
         self._now = clock if clock is not None else asyncio.get_running_loop().time
         self._backoff = backoff
-        self._bucket = retry_bucket or TokenBucket(10.0, 100)
+        self._bucket = TokenBucket(10.0, 100, clock=self._now)  # retries, on the queue's clock
         self._heap: list[tuple[float, int, str]] = []
         self._seq = itertools.count()
         self._ready_at: dict[str, float] = {}  # pending keys -> earliest ready time (loop time)
