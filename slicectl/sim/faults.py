@@ -30,6 +30,11 @@ seconds every new request is reset too (the listener is not up yet; ``down`` alo
 The server calls four hooks: :meth:`Faults.before_request`, :meth:`Faults.watching` around a
 watch stream, :meth:`Faults.after_request` with the response it is about to send, and
 :meth:`Faults.non_resource` for discovery.
+``spared_agent`` exempts one client from the request faults (before and after acting, the
+restart's refusals and resets): requests whose User-Agent starts with it are served plainly. A
+test that drives the world (creates pods, edits selectors, judges the slices) through such a
+client faults only the client under test. Stream faults (watches dropped, reset, stalled,
+compaction) strike every watch.
 ``record_writes`` keeps a log of writes (time, verb, resource, name, client port) for tests that
 must tell writers apart.
 """
@@ -96,6 +101,8 @@ class Faults:
         self.drop_watches_every = 0.0
         self.stall_watches_every = 0.0
         self.reset_watches_every = 0.0
+        # a User-Agent prefix whose requests no request fault touches (module docstring)
+        self.spared_agent = ""
         # what happened
         self.injected: dict[str, int] = {}
         self.record_writes = False
@@ -108,6 +115,10 @@ class Faults:
 
     def _note(self, what: str) -> None:
         self.injected[what] = self.injected.get(what, 0) + 1
+
+    def _spared(self, request: web.BaseRequest | None) -> bool:
+        return (request is not None and bool(self.spared_agent)
+                and request.headers.get("User-Agent", "").startswith(self.spared_agent))
 
     def _watchers(self, resource: str | None = None) -> list[Watcher]:
         found: list[Watcher] = []
@@ -187,6 +198,8 @@ class Faults:
     async def before_request(self, request: web.BaseRequest | None = None,
                              info: RequestInfo | None = None) -> None:
         """Latency, then maybe a 500 or a 429, for one resource request."""
+        if self._spared(request):
+            return
         transport = request.transport if request is not None else None
         if transport is not None:
             self._transports.add(transport)
@@ -221,7 +234,7 @@ class Faults:
 
     def non_resource(self, request: web.BaseRequest) -> web.Response | None:
         """Maybe a 503 for a discovery request (None: serve it)."""
-        if not request.path.startswith(("/api", "/apis")):
+        if not request.path.startswith(("/api", "/apis")) or self._spared(request):
             return None
         if self.discovery_error_rate > 0 and random.random() < self.discovery_error_rate:
             self._note("discovery_error")
@@ -251,6 +264,8 @@ class Faults:
             self.writes.append(WriteRecord(
                 time.monotonic(), info.verb, info.resource, info.namespace, info.name,
                 response.status, client_port))
+        if self._spared(request):
+            return response
         if acted and (hold := self.answer_latency.get(info.resource, 0.0)) > 0:
             self._note("answer_latency")
             await asyncio.sleep(hold)

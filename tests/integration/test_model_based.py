@@ -18,6 +18,10 @@ slices must say is derived by the checker from what the server holds. Every exam
 fresh embedded API server and controller (on a real cluster, ``SLICECTL_TEST_KUBECONFIG``, a
 fresh pair of namespaces, fewer steps). CI runs a few derandomized examples; to hunt, run with
 ``SLICECTL_MODEL_EXAMPLES=200`` (``SLICECTL_MODEL_RANDOM=1`` for a new seed each run).
+
+The second test draws the embedded server's faults as operations too (tests/integration/
+model_faults.py): all are off before each check, and at the end the controller must also stay
+quiet, no write at all, once the slices are right.
 """
 
 from __future__ import annotations
@@ -33,12 +37,13 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
 
 from slicectl.cli.run import RunOptions
-from slicectl.kube.client import KubeClient
+from slicectl.kube.client import ClientSettings, KubeClient
 from slicectl.kube.errors import (
     AlreadyExists,
     Conflict,
@@ -49,6 +54,13 @@ from slicectl.kube.errors import (
 from slicectl.kube.resources import ENDPOINTSLICES, NAMESPACES, NODES, PODS
 from slicectl.sim.server import EmbeddedApiServer
 from tests.conftest import REAL_CLUSTER_KUBECONFIG
+from tests.integration.model_faults import (
+    DRIVER_AGENT,
+    FAULT,
+    SLICE_WRITES,
+    STATUS_WRITES,
+    FaultSwitch,
+)
 from tests.integration.support import (
     CRD_PATH,
     ESEL,
@@ -167,6 +179,8 @@ WEIGHTED: list[tuple[int, st.SearchStrategy[tuple[Any, ...]]]] = [
     (3, st.tuples(st.just("check"))),
 ]
 OPS = st.one_of(*[op for weight, op in WEIGHTED for _ in range(weight)])
+FAULT_OPS = st.one_of(*[op for weight, op in [*WEIGHTED, (8, FAULT)] for _ in range(weight)])
+QUIET = 3.0  # seconds with no write the converged controller must keep
 
 
 @dataclass
@@ -178,6 +192,8 @@ class World:
     suffix: str  # Nodes are cluster-wide: each run's own
     max_per_slice: int
     opts: RunOptions
+    server: EmbeddedApiServer | None = None
+    switch: FaultSwitch | None = None  # the faults drawn as operations, if any
     controller: contextlib.AsyncExitStack = field(default_factory=contextlib.AsyncExitStack)
     foreign: dict[str, dict[str, str]] = field(default_factory=dict)  # ns -> name -> rv
     side_gone: bool = False
@@ -231,7 +247,7 @@ async def apply(w: World, op: tuple[Any, ...]) -> None:
     kind = op[0]
     c = w.client
     ns = w.namespaces[op[1]] if kind not in ("node_put", "node_delete", "ns_delete",
-                                             "ns_create", "restart", "check") else ""
+                                             "ns_create", "restart", "check", "fault") else ""
     try:
         if kind in POD_OPS:
             op = (*op[:2], await pick(w, ns, op[2]), *op[3:])
@@ -286,14 +302,18 @@ async def apply(w: World, op: tuple[Any, ...]) -> None:
             await recreate_side(w)
         elif kind == "restart":
             await w.restart()
+        elif kind == "fault" and w.switch is not None:
+            w.switch.on(op)
         elif kind == "check":
+            if w.switch is not None:
+                await w.switch.settle()
             await converge(w)
     except SKIPPED as e:
         w.log.append(f"  skipped {op[0]}: {type(e).__name__}")
         tally(f"{kind} skipped ({type(e).__name__})")
         return
     w.log.append(f"  {op}")
-    tally(f"{kind} applied")
+    tally(f"{kind} {op[1]} applied" if kind == "fault" else f"{kind} applied")
 
 
 def tally(what: str) -> None:
@@ -434,16 +454,38 @@ async def writes_settle(w: World, quiet: float = 3.0) -> None:
     await converge(w)
 
 
+async def stays_quiet(w: World) -> None:
+    """Once converged, the controller writes nothing at all for ``QUIET`` seconds: no slice
+    write, no status write (the server's request counts; the test's own writes are over)."""
+    assert w.server is not None
+    server = w.server
+
+    def writes() -> dict[tuple[str, str], int]:
+        return {(v, r): server.request_counts(verb=v, resource=r)
+                for v, r in (*SLICE_WRITES, *STATUS_WRITES)}
+
+    before = writes()
+    await asyncio.sleep(QUIET)
+    after = writes()
+    assert after == before, f"writes once converged: {before} -> {after}\nsteps:\n" + \
+        "\n".join(w.log)
+    await converge(w)
+
+
 @contextlib.asynccontextmanager
-async def world(max_per_slice: int) -> AsyncIterator[World]:
-    """A fresh server (or real cluster namespaces), the CRD, two namespaces, the controller."""
+async def world(max_per_slice: int, faults: bool = False) -> AsyncIterator[World]:
+    """A fresh server (or real cluster namespaces), the CRD, two namespaces, the controller;
+    with ``faults``, the server's faults to switch (sparing the test's own client)."""
     async with contextlib.AsyncExitStack() as stack:
+        server: EmbeddedApiServer | None = None
         if REAL_CLUSTER_KUBECONFIG is None:
             server = await stack.enter_async_context(EmbeddedApiServer(port=0))
+            server.faults.spared_agent = DRIVER_AGENT
             kubeconfig = server.kubeconfig_path
         else:
             kubeconfig = REAL_CLUSTER_KUBECONFIG
-        client = await KubeClient.connect(kubeconfig)
+        client = await KubeClient.connect(
+            kubeconfig, settings=ClientSettings(user_agent=f"{DRIVER_AGENT}1"))
         stack.push_async_callback(client.close)
         await apply_crd(client, CRD_PATH)
         suffix = uuid.uuid4().hex[:6]
@@ -452,7 +494,10 @@ async def world(max_per_slice: int) -> AsyncIterator[World]:
                        status_update_period=0.5)
         opts = dataclasses.replace(opts, controller=dataclasses.replace(
             opts.controller, namespaces=names))
-        w = World(client, names, suffix, max_per_slice, opts)
+        w = World(client, names, suffix, max_per_slice, opts, server)
+        if faults:
+            assert server is not None, "faults need the embedded server"
+            w.switch = FaultSwitch(server.faults)
         for ns in names:
             await create_namespace(client, ns, real=REAL)
             stack.push_async_callback(delete_namespace, client, ns)
@@ -471,10 +516,13 @@ async def delete_nodes(w: World) -> None:
 SERIAL = ("check", "restart", "ns_delete", "ns_create")  # never sent alongside other changes
 
 
-async def run(max_per_slice: int, ops: list[tuple[Any, ...]], burst: int = 1) -> None:
+async def run(max_per_slice: int, ops: list[tuple[Any, ...]], burst: int = 1,
+              faults: bool = False) -> None:
     """Apply ``ops`` after the SETUP; with ``burst`` > 1, up to that many consecutive changes
-    are sent at once (their order on the server is then the server's)."""
-    async with world(max_per_slice) as w:
+    are sent at once (their order on the server is then the server's). With ``faults``, the
+    ``fault`` operations switch the server's faults; the controller must then stay quiet once
+    it has converged at the end."""
+    async with world(max_per_slice, faults) as w:
         w.log.append(f"  max_per_slice={max_per_slice} burst={burst}")
         for op in SETUP:
             await apply(w, op)
@@ -484,11 +532,17 @@ async def run(max_per_slice: int, ops: list[tuple[Any, ...]], burst: int = 1) ->
                 group.append(op)
                 if len(group) < burst:
                     continue
+            if w.switch is not None:
+                await w.switch.step(len(group))
             await asyncio.gather(*(apply(w, g) for g in group))
             group = []
             if op[0] in SERIAL:
                 await apply(w, op)
         await writes_settle(w)
+        if w.switch is not None:
+            await stays_quiet(w)
+            for what in w.switch.faults.injected:
+                tally(f"injected {what}")
 
 
 @settings(max_examples=EXAMPLES, deadline=None, database=None,
@@ -500,3 +554,17 @@ def test_random_sequences_of_cluster_changes(max_per_slice: int,
                                              pods: list[tuple[Any, ...]],
                                              ops: list[tuple[Any, ...]], burst: int) -> None:
     asyncio.run(run(max_per_slice, [*pods, ("check",), *ops], burst))
+
+
+@pytest.mark.embedded_only(reason="fault injection: 500s, 429s, lost answers, cut lists, dropped, "
+                           "stalled and compacted watches, restarts, drawn as operations")
+@settings(max_examples=EXAMPLES, deadline=None, database=None,
+          derandomize=os.environ.get("SLICECTL_MODEL_RANDOM") != "1",
+          suppress_health_check=list(HealthCheck))
+@given(st.sampled_from([2, 3, 100]), st.lists(CREATE_POD, min_size=4, max_size=10),
+       st.lists(FAULT_OPS, min_size=STEPS // 2, max_size=STEPS), st.sampled_from([1, 4]))
+def test_random_sequences_of_cluster_changes_and_faults(max_per_slice: int,
+                                                        pods: list[tuple[Any, ...]],
+                                                        ops: list[tuple[Any, ...]],
+                                                        burst: int) -> None:
+    asyncio.run(run(max_per_slice, [*pods, ("check",), *ops], burst, faults=True))

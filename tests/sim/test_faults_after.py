@@ -17,7 +17,7 @@ import aiohttp
 import orjson
 import pytest
 
-from slicectl.kube.client import KubeClient
+from slicectl.kube.client import ClientSettings, KubeClient
 from slicectl.kube.errors import Gone
 from slicectl.kube.resources import LEASES
 from slicectl.kube.resources import PODS as POD_RESOURCE
@@ -208,3 +208,23 @@ async def test_faults_aimed_at_one_resource(srv: EmbeddedApiServer, raw: Raw) ->
     srv.faults.after_resources = frozenset({"leases"})
     code, _, _ = await raw.request("POST", PODS, pod("q"))  # pods are not aimed at
     assert code == 201
+
+
+async def test_spared_client_is_served_through_every_request_fault(srv: EmbeddedApiServer,
+                                                                   raw: Raw) -> None:
+    """A test's own driver (its User-Agent spared) is served while the client under test
+    gets the faults: before and after acting, and the restart's refusals."""
+    srv.faults.spared_agent = "model-driver/"
+    srv.faults.error_rate = srv.faults.lost_response_rate = srv.faults.throttle_rate = 1.0
+    srv.faults.discovery_error_rate = 1.0
+    code, _, _ = await raw.request("POST", PODS, pod("p"))
+    assert code in (429, 500)
+    settings = ClientSettings(user_agent="model-driver/1")
+    async with await KubeClient.connect(srv.kubeconfig_path, settings=settings) as driver:
+        await driver.create(POD_RESOURCE, pod("q"), "default")
+        srv.faults.restart(down_for=30.0)
+        got = await driver.get(POD_RESOURCE, "q", "default")
+        assert got["metadata"]["name"] == "q"
+        assert (await driver.request("GET", "/api"))["kind"] == "APIVersions"
+    with pytest.raises(CUT):
+        await raw.request("GET", PODS + "/q")
