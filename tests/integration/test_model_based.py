@@ -178,8 +178,18 @@ WEIGHTED: list[tuple[int, st.SearchStrategy[tuple[Any, ...]]]] = [
     (1, st.tuples(st.just("restart"))),
     (3, st.tuples(st.just("check"))),
 ]
-OPS = st.one_of(*[op for weight, op in WEIGHTED for _ in range(weight)])
-FAULT_OPS = st.one_of(*[op for weight, op in [*WEIGHTED, (8, FAULT)] for _ in range(weight)])
+
+
+def weighted(choices: list[tuple[int, st.SearchStrategy[tuple[Any, ...]]]],
+             ) -> st.SearchStrategy[tuple[Any, ...]]:
+    """One of ``choices``, each drawn as often as its weight says. (``st.one_of`` with a
+    strategy repeated would not: it keeps each strategy object once, so every weight was 1.)"""
+    return st.sampled_from([op for weight, op in choices for _ in range(weight)]).flatmap(
+        lambda op: op)
+
+
+OPS = weighted(WEIGHTED)
+FAULT_OPS = weighted([*WEIGHTED, (6, FAULT)])
 QUIET = 3.0  # seconds with no write the converged controller must keep
 
 
