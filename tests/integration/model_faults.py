@@ -61,6 +61,8 @@ LASTING: dict[str, Callable[[Faults, bool], None]] = {
     "stalls": _rate("stall_watches_every", 1.0),
     "slow_answers": _answer_latency,
     "gone_storm": _gone,  # struck again at every step it stays on
+    "latency": _rate("latency_ms", 150.0),
+    "discovery": _rate("discovery_error_rate", 0.5),  # felt by a controller (re)starting
 }
 # Faults that strike once.
 ONE_SHOT: dict[str, Callable[[Faults], Any]] = {
@@ -69,6 +71,9 @@ ONE_SHOT: dict[str, Callable[[Faults], Any]] = {
     "stall": lambda f: f.stall_watches(2.0),
     "gone": lambda f: _gone(f, True),
     "restart": lambda f: f.restart(down_for=1.0),
+    "down": lambda f: f.down(1.5),  # new connections refused, open ones kept
+    "cut_line": lambda f: f.inject_watch_line(
+        "endpointslices", b'{"type":"MODIFIED","object":{"kind":"EndpointSl', truncate=True),
 }
 FAULT = st.tuples(st.just("fault"), st.sampled_from(sorted(LASTING) + sorted(ONE_SHOT)),
                   st.integers(1, 4), st.sampled_from([0, 0, 1]))
