@@ -141,8 +141,9 @@ class Faults:
         return len(watchers)
 
     def stall_watches(self, seconds: float, resource: str | None = None) -> int:
-        """Send nothing on every open watch (of ``resource``) for ``seconds``; returns how many
-        there were. Events are delivered late, not lost: a slow watch cache."""
+        """Send nothing on every open watch (of ``resource``) for ``seconds``, not even its end
+        at the deadline (a half-open connection); returns how many there were. Events are
+        delivered late, not lost."""
         watchers = self._watchers(resource)
         for watcher in watchers:
             watcher.stall(seconds)

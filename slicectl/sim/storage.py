@@ -108,13 +108,16 @@ class Subscriber(Protocol):
 class Bucket:
     """Everything stored for one group/resource."""
 
-    __slots__ = ("budget", "history", "objects", "oldest", "watchers")
+    __slots__ = ("budget", "history", "last_rv", "objects", "oldest", "watchers")
 
     def __init__(self, current_rv: int) -> None:
         self.budget = TimeBudget()  # how long dispatch may wait for full watchers
         self.objects: dict[str, Obj] = {}
         self.history: deque[Event] = deque()
         self.oldest = current_rv + 1  # the oldest resourceVersion a watch can still resume after
+        # The cacher's lastProcessedResourceVersion: this resource's last event (writes to
+        # other resources do not move it), which is what its bookmarks carry.
+        self.last_rv = current_rv
         self.watchers: set[Subscriber] = set()
 
 
@@ -248,6 +251,7 @@ class Store:
 
     def _emit(self, skey: StorageKey, bucket: Bucket, event: Event) -> None:
         bucket.history.append(event)
+        bucket.last_rv = event.rv
         self._evict(bucket)
         for watcher in tuple(bucket.watchers):
             watcher.offer(event)

@@ -9,13 +9,16 @@ transitions as the watch cache converts them (an object that stops matching is D
 watcher, carrying its last state that matched at the event's resourceVersion; one that starts
 matching is ADDED),
 BOOKMARK events as the cacher sends them (about once a ``bookmark_interval``, 60 s by default,
-and once 2 s before the watch's deadline), timeoutSeconds (whole seconds; 0 or none is the
-server's own, a random 1x to 2x ``--min-request-timeout``; the stream then ends cleanly), the
-bounded buffer of a watcher (:mod:`slicectl.sim.backpressure`: a watcher that falls further
-behind than its buffer for longer than the dispatch budget is closed, as the cacher closes
-unresponsive watchers), and the faults that drop (end cleanly) or stall (send nothing, not even
-bookmarks) a stream. A stream whose client closed its connection ends within ``GONE_CHECK``,
-as a real server's does at once.
+and once 2 s before the watch's deadline; each carries the resource's last event's
+resourceVersion and is sent only when that is newer than the version the watch started from:
+a watch on a resource nothing writes hears nothing at all until its deadline),
+timeoutSeconds (whole seconds; 0 or none is the server's own, a random 1x to 2x
+``--min-request-timeout``; the stream then ends cleanly), the bounded buffer of a watcher
+(:mod:`slicectl.sim.backpressure`: a watcher that falls further behind than its buffer for
+longer than the dispatch budget is closed, as the cacher closes unresponsive watchers), and the
+faults that drop (end cleanly) or stall (send nothing, not even bookmarks nor its end at the
+deadline, as a half-open connection) a stream. A stream whose client closed its connection
+ends within ``GONE_CHECK``, as a real server's does at once.
 Event bytes come from :meth:`Event.line`, shared by all watchers (the object or, for
 metadata-only watches, its PartialObjectMetadata); only Table watches render per watcher.
 """
@@ -73,6 +76,7 @@ class Watcher:
         self.blocked = False
         self.terminated = False  # closed by the server for falling behind
         self.unsent_from = 0  # resourceVersion of the oldest event queued but not yet taken
+        self.since = 0  # the version the watch started from: bookmarks only for newer ones
 
     def holds(self, rv: int) -> bool:
         """It holds an event at or before ``rv`` that its stream can send now: not closed,
@@ -231,6 +235,7 @@ def start(store: Store, rt: ResourceType, flt: Filter, query: dict[str, str],
         return watcher, True
     if streaming and not initial and rv == 0:
         rv = store.rv  # sendInitialEvents=false and no version: from now on
+    watcher.since = store.rv if initial else rv
     if initial:
         state = store.bucket(rt).objects
         for key in sorted(state):
@@ -276,13 +281,15 @@ async def stream(request: web.Request, store: Store, watcher: Watcher, finished:
             now = time.monotonic()
             if _gone(request):
                 break
-            if watcher.stalled_until > now and not watcher.closed and now < deadline:
-                await _wait(watcher, min(watcher.stalled_until, deadline) - now)
+            if watcher.stalled_until > now and not watcher.closed:  # past the deadline too,
+                await _wait(watcher, watcher.stalled_until - now)  # as a half-open connection
                 continue
             if watcher.closed or ((now >= deadline or watcher.ending) and not watcher.buffer):
                 break
             if bookmarks and now >= next_bookmark and not watcher.ending:
-                watcher.buffer.append(bookmark(watcher.rt, store.rv, False, watcher.meta_only))
+                last = store.bucket(watcher.rt).last_rv
+                if last > watcher.since:  # the cacher's process(): only newer than the start
+                    watcher.buffer.append(bookmark(watcher.rt, last, False, watcher.meta_only))
                 next_bookmark = next_bookmark_after(now)
             if watcher.buffer:
                 await resp.write(watcher.take())

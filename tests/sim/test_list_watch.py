@@ -132,15 +132,17 @@ async def test_watch_too_old_gets_410_error_event() -> None:
 async def test_bookmarks_and_timeout(raw: Raw) -> None:
     _, created, _ = await raw.request("POST", PODS, pod("a"))
     rv = created["metadata"]["resourceVersion"]
+    _, newer, _ = await raw.request("POST", PODS, pod("b"))
     # bookmarks come every interval (0.2 s here) but never later than 2 s before the deadline,
     # as the cacher's nextBookmarkTime schedules them: a 3 s watch gets ~5 before it ends
+    # (only because the pods moved on after rv: test_watch_cache.py)
     events = await raw.watch_lines(PODS, 100, resourceVersion=rv, allowWatchBookmarks=True,
                                    timeoutSeconds=3, limit_s=20)
-    assert events, "expected bookmarks before the timeout ended the stream"
-    assert {e["type"] for e in events} == {"BOOKMARK"}
-    assert events[0]["object"]["kind"] == "Pod"
-    assert int(events[-1]["object"]["metadata"]["resourceVersion"]) >= int(
-        created["metadata"]["resourceVersion"])
+    assert len(events) > 1, "expected bookmarks before the timeout ended the stream"
+    assert events[0]["type"] == "ADDED" and {e["type"] for e in events[1:]} == {"BOOKMARK"}
+    assert events[1]["object"]["kind"] == "Pod"
+    assert events[-1]["object"]["metadata"]["resourceVersion"] == newer["metadata"][
+        "resourceVersion"]
 
 
 async def test_send_initial_events_end_bookmark(raw: Raw) -> None:
