@@ -28,7 +28,12 @@ told when that list was requested, so expectations about objects the store never
 acknowledged before it) can be settled.
 
 A watch that ends normally, drops or stalls (no byte within the inactivity timeout) resumes
-from the last resourceVersion seen, bookmarks included. A 410 Gone or any ``ERROR`` event
+from the last resourceVersion seen, bookmarks included. A real server sends nothing at all on a
+watch of a resource nobody writes, not even bookmarks (they carry only versions newer than the
+watch's start), so a watch asks for a deadline (``timeoutSeconds``) inside the inactivity
+timeout: a quiet watch ends there, cleanly, and only a half-open one outlives it. A streamed
+list keeps the whole watch timeout (a big list must fit in it) and the informer itself ends the
+watch after its end bookmark within that same bound. A 410 Gone or any ``ERROR`` event
 means the resourceVersion is no longer usable: the informer lists again and emits exactly the
 differences against its store (adds, updates for a changed resourceVersion, deletes for
 vanished keys), never reusing the expired version. Failures back off (exponential, jittered,
@@ -281,7 +286,9 @@ class Informer(Generic[T]):
         """Watch from ``rv`` until the stream ends, noting in ``attempt`` how far it got.
         Without ``rv``, a streamed list: the initial events resync the store, then the watch
         goes on (unless the stream ended before the list did)."""
-        timeout = max(1, round(self._watch_timeout * random.uniform(0.9, 1.1)))
+        # A streamed list keeps the whole timeout (a big list must fit in it); the watch that
+        # follows its end bookmark ends, here, by the quiet watch's deadline.
+        timeout = self._server_timeout(quiet_bound=rv is not None)
         self.stats.watches += 1
         stream = self._client.watch(
             self._resource, self._namespace, resource_version=rv or "",
@@ -297,14 +304,33 @@ class Informer(Generic[T]):
                 if not attempt.listed:
                     return
             attempt.watching = time.monotonic()
-            async for kind, obj in stream:
-                attempt.events = True
-                events[kind] = events.get(kind, 0) + 1
-                if kind != "BOOKMARK":
-                    self._mirror.apply(kind, obj)
-                elif isinstance(meta := obj.get("metadata"), dict) and (
-                        version := meta.get("resourceVersion")):
-                    self._rv = str(version)
+            limit = asyncio.timeout(self._server_timeout(quiet_bound=True) if rv is None
+                                    else None)
+            try:
+                async with limit:
+                    async for kind, obj in stream:
+                        attempt.events = True
+                        events[kind] = events.get(kind, 0) + 1
+                        if kind != "BOOKMARK":
+                            self._mirror.apply(kind, obj)
+                        elif isinstance(meta := obj.get("metadata"), dict) and (
+                                version := meta.get("resourceVersion")):
+                            self._rv = str(version)
+            except TimeoutError:
+                if not limit.expired():
+                    raise
+                # ended as a server's timeout ends a watch: resumed from the last version
+
+    def _server_timeout(self, *, quiet_bound: bool) -> int:
+        """A watch's timeoutSeconds: the watch timeout jittered, with ``quiet_bound`` inside
+        the inactivity timeout too. A real server sends nothing at all, not even a bookmark,
+        on a watch of a resource nothing writes (its bookmarks carry only versions newer than
+        the watch's start), so only the end it owes at its deadline tells a quiet watch from a
+        half-open connection."""
+        seconds = float(self._watch_timeout)
+        if quiet_bound and self._inactivity_timeout:
+            seconds = min(seconds, 0.75 * self._inactivity_timeout)
+        return max(1, int(seconds * random.uniform(0.9, 1.1)))
 
     async def _stream_list(self, stream: AsyncIterator[WatchEvent], attempt: _Attempt) -> bool:
         """The initial events of a streamed list, applied as a list is; True once its end

@@ -92,7 +92,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     a("--watch-inactivity-timeout", metavar="DURATION", type=positive_duration,
       default=2 * BOOKMARK_INTERVAL,
       help="reopen a watch that received nothing (not even a bookmark) for this long; "
-           "API servers send a bookmark about once a minute")
+           "each watch asks the server to end it within 3/4 of this, so only a half-open "
+           "connection stays silent that long")
     a("--watch-list", metavar="BOOL", type=boolean, nargs="?", const=True, default=True,
       help="stream informer lists as watches (sendInitialEvents; servers that refuse get "
            "paginated LISTs anyway); false: always paginated LISTs")

@@ -4,8 +4,9 @@ It owns the lifecycle of the moving parts and nothing else:
 
 * caches (pods, nodes as metadata only, the controller's own slices, one informer per selector
   API flavour) run on every replica, leader or not, so a standby takes over with a warm cache;
-  watches request bookmarks and a stream silent for ``watch_inactivity_timeout`` (default two
-  bookmark intervals of a real API server) is treated as half-open and reopened;
+  watches request bookmarks and a deadline inside ``watch_inactivity_timeout`` (default two
+  bookmark intervals of a real API server), and a stream silent that long is treated as
+  half-open and reopened;
 * workers run only while :meth:`run_workers` is in force (the leader); every write passes the
   write gate right before it is sent, so a replica that is no longer sure it leads stops
   writing mid-sync. A worker that finds the gate closed puts its key back and parks until the
@@ -65,7 +66,8 @@ from slicectl.reconcile import Settings
 
 log = structlog.get_logger("slicectl.controller")
 # Real API servers send a watch bookmark about once a minute (the watch cache's bookmark
-# frequency); a watch silent for two of those intervals is half-open, not quiet.
+# frequency), but only on watches of a resource that changed since they began; the informer
+# asks for a deadline inside two of those intervals, so a watch silent that long is half-open.
 BOOKMARK_INTERVAL = 60.0
 OUTAGE_CHECK = 1.0  # how often keys that failed during an API outage look for its end
 STALE_RECHECK = 1.0  # a sync waiting for the cache is woken by the slice event it waits for;

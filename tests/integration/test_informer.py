@@ -305,11 +305,43 @@ async def test_stalled_watch_is_detected_and_recovered(
     ns = api.namespace
     await writer.create(PODS, unscheduled_pod("before-stall"), ns)
     await wait_for(lambda: ("add", "before-stall") in rec.events)  # the watch is open
-    assert (wire.stall() if wire else server_of(api).faults.stall_watches(60)) >= 1
+    # a watch of its own, not the streamed list's (whose watch the informer ends itself)
+    await wait_for(lambda: inf.stats.watches >= 2)
+    await wait_for(lambda: (wire.stall() if wire else server_of(api).faults.stall_watches(60))
+                   >= 1)
     await wait_for(lambda: inf.stats.stalls >= 1)
     await writer.create(PODS, unscheduled_pod("after-stall"), ns)
     await wait_for(lambda: ("add", "after-stall") in rec.events)
     assert inf.stats.lists == 1 and inf.stats.relists == 0
+
+
+@pytest.mark.parametrize("stream_lists", [True, False], ids=["streamed", "paginated"])
+async def test_a_quiet_watch_is_not_taken_for_a_stalled_one(
+    api: Cluster, reader: GatedClient, writer: KubeClient, stream_lists: bool,
+) -> None:
+    """A real server sends nothing on a watch of a resource nothing writes, not even bookmarks
+    (they carry only versions newer than the watch's start): silence longer than the
+    inactivity timeout is no sign of a half-open connection, unless the watch's own deadline
+    has passed. The informer asks for deadlines inside its inactivity timeout, so a quiet
+    watch ends on the server's side and resumes from the same version: no stall, no relist."""
+    ns = api.namespace
+    await writer.create(PODS, unscheduled_pod("only"), ns)
+    recorder = Recorder()
+    inf: Informer[PodRecord] = Informer(
+        reader, PODS, parse_pod, key=lambda p: p.key, namespace=ns, watch_timeout=300,
+        inactivity_timeout=3.0, handler=recorder, stream_lists=stream_lists)
+    task = asyncio.create_task(inf.run())
+    try:
+        async with asyncio.timeout(HANG_GUARD):
+            await inf.synced.wait()
+        await asyncio.sleep(9.0)  # three inactivity timeouts, nothing written
+        assert inf.stats.stalls == 0 and inf.stats.relists == 0, inf.stats
+        assert inf.stats.watches >= 3  # each ended at its deadline and was resumed
+        await writer.create(PODS, unscheduled_pod("later"), ns)
+        await wait_for(lambda: ("add", "later") in recorder.events)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
 
 
 @pytest.mark.embedded_only(reason="fault injection: garbage lines written into the watch")

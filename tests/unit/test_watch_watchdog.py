@@ -1,8 +1,10 @@
 """Issue 8, item 6: the informer inactivity watchdog, with bookmarks requested.
 
-Real API servers send a bookmark on every watch about once a minute, so a watch that has said
-nothing for two bookmark intervals is half-open. The default watchdog is 2 minutes (not the
-watch timeout + 30 s, 5-6 minutes), and ``--watch-inactivity-timeout`` sets it.
+A real API server sends a bookmark about once a minute, but only on watches of a resource that
+changed since they began: a watch of one nobody writes hears nothing until its deadline. So each
+watch asks for a deadline within the watchdog (tests/integration/test_informer.py -k quiet), and
+a watch silent that long is half-open. The default watchdog is 2 minutes (not the watch timeout
++ 30 s, 5-6 minutes), and ``--watch-inactivity-timeout`` sets it.
 """
 
 from __future__ import annotations
