@@ -88,7 +88,8 @@ def selector_body(name: str, match: dict[str, str]) -> dict[str, Any]:
 
 
 async def prepare(client: KubeClient, ns: str,
-                  selectors: dict[str, dict[str, str]] = SELECTORS, *, crd: bool = True) -> None:
+                  selectors: dict[str, dict[str, str]] = SELECTORS, *, crd: bool = True,
+                  nodes: tuple[str, ...] = NODE_NAMES) -> None:
     """CRD (unless already applied), namespace, two nodes and the selectors (idempotent)."""
     if crd:
         # A lost answer to the create comes back as AlreadyExists, then a replace, which can
@@ -97,7 +98,7 @@ async def prepare(client: KubeClient, ns: str,
     with contextlib.suppress(AlreadyExists):
         await retrying(lambda: client.create(NAMESPACES, {
             "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))
-    for n, node in enumerate(NODE_NAMES):
+    for n, node in enumerate(nodes):
         with contextlib.suppress(AlreadyExists):
             await retrying(lambda n=n, node=node: client.create(NODES, {  # type: ignore[misc]
                 "apiVersion": "v1", "kind": "Node", "metadata": {
@@ -106,9 +107,9 @@ async def prepare(client: KubeClient, ns: str,
         await create(client, ESEL, selector_body(name, match), ns)
 
 
-async def delete_nodes(client: KubeClient) -> None:
+async def delete_nodes(client: KubeClient, nodes: tuple[str, ...] = NODE_NAMES) -> None:
     """Delete the suite's fake Nodes (on a real cluster, where Nodes are shared)."""
-    for node in NODE_NAMES:
+    for node in nodes:
         with contextlib.suppress(NotFound):
             await client.delete(NODES, node)
 
@@ -130,8 +131,10 @@ class Churn:
     _octets = itertools.count(1)
 
     def __init__(self, client: KubeClient, ns: str, *, target: int = 40, period: float = 0.05,
-                 seed: int = 0, concurrency: int = 4) -> None:
+                 seed: int = 0, concurrency: int = 4,
+                 nodes: tuple[str, ...] = NODE_NAMES) -> None:
         self.client, self.ns, self.target, self.period = client, ns, target, period
+        self.nodes = nodes
         self.rng = random.Random(seed)
         self.pods: dict[str, bool] = {}  # name -> ready as last set
         self.stats = ChurnStats()
@@ -189,7 +192,7 @@ class Churn:
         self._busy.add(name)
         try:
             labels = {"app": self.rng.choice(APPS), "tier": self.rng.choice(TIERS)}
-            body = pod_manifest(name, labels, self.rng.choice(NODE_NAMES), [("http", 8080)])
+            body = pod_manifest(name, labels, self.rng.choice(self.nodes), [("http", 8080)])
             await create(self.client, PODS, body, self.ns)
             n = next(self._octets)
             ip = f"10.{n // 65536 % 256}.{n // 256 % 256}.{n % 256}"

@@ -37,7 +37,7 @@ from tests.integration.support import (
 )
 from tests.integration.wire import WireProxy
 from tests.reliability import checker
-from tests.reliability.churn import SELECTORS, Churn, delete_nodes, prepare
+from tests.reliability.churn import NODE_NAMES, SELECTORS, Churn, delete_nodes, prepare
 from tests.reliability.procs import (
     HEALTH_TIMEOUT,
     LAG_METRIC,
@@ -82,6 +82,7 @@ class Stack:
     replicas: list[Replica] = field(default_factory=list)
     poller: HealthPoller = field(default_factory=HealthPoller)
     lag_checked: bool = False
+    nodes: tuple[str, ...] = NODE_NAMES  # the fake Nodes the churn binds its pods to
 
     @property
     def real(self) -> bool:
@@ -116,7 +117,7 @@ class Stack:
         return r
 
     def churn(self, **kw: object) -> Churn:
-        return Churn(self.client, self.ns, **kw)  # type: ignore[arg-type]
+        return Churn(self.client, self.ns, nodes=self.nodes, **kw)  # type: ignore[arg-type]
 
     async def churning_solo(self, target: int, seed: int,
                             extra: tuple[str, ...] = ()) -> tuple[Churn, Replica]:
@@ -219,17 +220,21 @@ class Stack:
 _VERB_OF_EVENT = {"ADDED": "create", "MODIFIED": "patch", "DELETED": "delete"}
 
 
-async def _world(client: KubeClient, ns: str) -> None:
-    await prepare(client, ns, SELECTORS)
+async def _world(client: KubeClient, ns: str, nodes: tuple[str, ...]) -> None:
+    await prepare(client, ns, SELECTORS, nodes=nodes)
 
 
 @contextlib.asynccontextmanager
 async def stack(tmp: Path, *, process_server: bool = False, server_args: tuple[str, ...] = (),
                 bookmark_interval: float = 1.0, world: bool = True,
-                wire: bool = False) -> AsyncIterator[Stack]:
-    """A fresh namespace on a fresh API server (or on the real cluster under test); replicas
-    are added by the scenario, through a :class:`WireProxy` with ``wire``."""
-    ns = f"rel-{uuid.uuid4().hex[:6]}"
+                wire: bool = False, prefix: str = "rel",
+                own_nodes: bool = False) -> AsyncIterator[Stack]:
+    """A fresh namespace (``prefix``-<random>) on a fresh API server (or on the real cluster
+    under test); replicas are added by the scenario, through a :class:`WireProxy` with
+    ``wire``. With ``own_nodes`` the fake Nodes are named after the namespace, so that runs
+    sharing a real cluster do not delete each other's Nodes."""
+    ns = f"{prefix}-{uuid.uuid4().hex[:6]}"
+    nodes = tuple(f"{ns}-{n}" for n in NODE_NAMES) if own_nodes else NODE_NAMES
     async with contextlib.AsyncExitStack() as exits:
         server: EmbeddedApiServer | None = None
         proc: ApiServerProcess | None = None
@@ -251,12 +256,12 @@ async def stack(tmp: Path, *, process_server: bool = False, server_args: tuple[s
         if wire:
             _, host, port = server_ca_and_address(kubeconfig)
             proxy = await exits.enter_async_context(WireProxy(host, port))
-        s = Stack(tmp, kubeconfig, client, ns, server, proc, proxy)
+        s = Stack(tmp, kubeconfig, client, ns, server, proc, proxy, nodes=nodes)
         if s.real:  # leave nothing behind: the Nodes go once the namespace's pods are gone
-            exits.push_async_callback(delete_nodes, client)
+            exits.push_async_callback(delete_nodes, client, nodes)
             exits.push_async_callback(delete_namespace, client, ns)
         if world:
-            await _world(client, ns)
+            await _world(client, ns, nodes)
         if s.real:
             await wait_for_default_service_account(client, ns)
             s.writes = SliceWrites(client, ns)
