@@ -227,14 +227,14 @@ async def _world(client: KubeClient, ns: str, nodes: tuple[str, ...]) -> None:
 @contextlib.asynccontextmanager
 async def stack(tmp: Path, *, process_server: bool = False, server_args: tuple[str, ...] = (),
                 bookmark_interval: float = 1.0, world: bool = True,
-                wire: bool = False, prefix: str = "rel",
-                own_nodes: bool = False) -> AsyncIterator[Stack]:
+                wire: bool = False, prefix: str = "rel") -> AsyncIterator[Stack]:
     """A fresh namespace (``prefix``-<random>) on a fresh API server (or on the real cluster
     under test); replicas are added by the scenario, through a :class:`WireProxy` with
-    ``wire``. With ``own_nodes`` the fake Nodes are named after the namespace, so that runs
-    sharing a real cluster do not delete each other's Nodes."""
+    ``wire``. On the real cluster the fake Nodes are named after the namespace, so that runs
+    sharing it do not delete each other's Nodes."""
     ns = f"{prefix}-{uuid.uuid4().hex[:6]}"
-    nodes = tuple(f"{ns}-{n}" for n in NODE_NAMES) if own_nodes else NODE_NAMES
+    on_real = REAL_CLUSTER_KUBECONFIG is not None and not process_server
+    nodes = tuple(f"{ns}-{n}" for n in NODE_NAMES) if on_real else NODE_NAMES
     async with contextlib.AsyncExitStack() as exits:
         server: EmbeddedApiServer | None = None
         proc: ApiServerProcess | None = None

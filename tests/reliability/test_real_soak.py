@@ -136,7 +136,7 @@ async def selector_spells(s: Stack, churn: SoakChurn, stop: asyncio.Event) -> di
 
 async def test_soak_on_a_real_api_server(tmp_path: Path, sizes: Sizes) -> None:
     seconds, quiet = (LONG_SECONDS, LONG_QUIET) if sizes.long else (SHORT_SECONDS, SHORT_QUIET)
-    async with stack(tmp_path, prefix="realsoak", own_nodes=True) as s:
+    async with stack(tmp_path, prefix="realsoak") as s:
         assert s.real
         _, _, port = server_ca_and_address(s.kubeconfig)
         tasks_file = tmp_path / "tasks"
