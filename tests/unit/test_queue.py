@@ -165,29 +165,34 @@ async def test_shutdown_wakes_waiting_workers() -> None:
         await asyncio.wait_for(getter, timeout=5)
 
 
-async def test_a_key_that_turns_ready_wakes_one_parked_worker_not_all(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    q = WorkQueue()
-    looks = 0
+def _count_looks(q: WorkQueue, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many times the queue's workers looked for a ready key (``get_nowait``), in [0]."""
+    looks = [0]
     look = q.get_nowait
 
     def counted() -> tuple[str, float, float | None] | None:
-        nonlocal looks
-        looks += 1
+        looks[0] += 1
         return look()
 
     monkeypatch.setattr(q, "get_nowait", counted)
+    return looks
+
+
+async def test_a_key_that_turns_ready_wakes_one_parked_worker_not_all(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    q = WorkQueue()
+    looks = _count_looks(q, monkeypatch)
     workers = [asyncio.create_task(q.get()) for _ in range(5)]
     await asyncio.sleep(0)
-    assert looks == 5  # each parked after one look
+    assert looks[0] == 5  # each parked after one look
     q.add("now")
     await asyncio.sleep(0.01)
     assert [w.result()[0] for w in workers if w.done()] == ["now"]
-    assert looks == 6, "every parked worker woke for one ready key"
+    assert looks[0] == 6, "every parked worker woke for one ready key"
     q.add("later", 0.03)  # the timer wakes one of the four left, once the key is due
     await asyncio.sleep(0.1)
     assert sorted(w.result()[0] for w in workers if w.done()) == ["later", "now"]
-    assert looks == 7
+    assert looks[0] == 7
     q.shutdown()
     await asyncio.gather(*workers, return_exceptions=True)
 
@@ -247,22 +252,14 @@ async def test_a_key_due_sooner_than_the_armed_timer_is_not_held_to_it() -> None
 async def test_a_worker_taking_a_key_wakes_the_next_only_for_a_key_due_now(
         monkeypatch: pytest.MonkeyPatch) -> None:
     q = WorkQueue()
-    looks = 0
-    look = q.get_nowait
-
-    def counted() -> tuple[str, float, float | None] | None:
-        nonlocal looks
-        looks += 1
-        return look()
-
-    monkeypatch.setattr(q, "get_nowait", counted)
+    looks = _count_looks(q, monkeypatch)
     workers = [asyncio.create_task(q.get()) for _ in range(3)]
     await asyncio.sleep(0)
     q.add("later", delay=60.0)
     q.add("now")
     await asyncio.sleep(0.01)
     assert [w.result()[0] for w in workers if w.done()] == ["now"]
-    assert looks == 4, "the key due in a minute woke nobody"
+    assert looks[0] == 4, "the key due in a minute woke nobody"
     q.shutdown()
     await asyncio.gather(*workers, return_exceptions=True)
 
