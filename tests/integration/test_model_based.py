@@ -555,9 +555,12 @@ async def run(max_per_slice: int, ops: list[tuple[Any, ...]], burst: int = 1,
                 tally(f"injected {what}")
 
 
-@settings(max_examples=EXAMPLES, deadline=None, database=None,
-          derandomize=os.environ.get("SLICECTL_MODEL_RANDOM") != "1",
-          suppress_health_check=list(HealthCheck))
+MODEL_SETTINGS = settings(max_examples=EXAMPLES, deadline=None, database=None,
+                          derandomize=os.environ.get("SLICECTL_MODEL_RANDOM") != "1",
+                          suppress_health_check=list(HealthCheck))
+
+
+@MODEL_SETTINGS
 @given(st.sampled_from([2, 3, 100]), st.lists(CREATE_POD, min_size=4, max_size=10),
        st.lists(OPS, min_size=STEPS // 2, max_size=STEPS), st.sampled_from([1, 4]))
 def test_random_sequences_of_cluster_changes(max_per_slice: int,
@@ -568,9 +571,7 @@ def test_random_sequences_of_cluster_changes(max_per_slice: int,
 
 @pytest.mark.embedded_only(reason="fault injection: 500s, 429s, lost answers, cut lists, dropped, "
                            "stalled and compacted watches, restarts, drawn as operations")
-@settings(max_examples=EXAMPLES, deadline=None, database=None,
-          derandomize=os.environ.get("SLICECTL_MODEL_RANDOM") != "1",
-          suppress_health_check=list(HealthCheck))
+@MODEL_SETTINGS
 @given(st.sampled_from([2, 3, 100]), st.lists(CREATE_POD, min_size=4, max_size=10),
        st.lists(FAULT_OPS, min_size=STEPS // 2, max_size=STEPS), st.sampled_from([1, 4]))
 def test_random_sequences_of_cluster_changes_and_faults(max_per_slice: int,
