@@ -11,6 +11,7 @@ nothing else writes to them.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from pathlib import Path
@@ -307,9 +308,17 @@ async def test_stalled_watch_is_detected_and_recovered(
     await wait_for(lambda: ("add", "before-stall") in rec.events)  # the watch is open
     # a watch of its own, not the streamed list's (whose watch the informer ends itself)
     await wait_for(lambda: inf.stats.watches >= 2)
-    await wait_for(lambda: (wire.stall() if wire else server_of(api).faults.stall_watches(60))
-                   >= 1)
-    await wait_for(lambda: inf.stats.stalls >= 1)
+    async with asyncio.timeout(HANG_GUARD):
+        # The informer's watches end every second here (deadlines inside its 2 s inactivity
+        # timeout): a stall that lands on a watch as it ends, or on one whose client has just
+        # left, goes with it. Stall again until a stalled watch is the one being read.
+        while inf.stats.stalls < 1:
+            if (wire.stall() if wire else server_of(api).faults.stall_watches(60)) >= 1:
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(3.0):
+                        await wait_for(lambda: inf.stats.stalls >= 1)
+            else:
+                await asyncio.sleep(0.02)
     await writer.create(PODS, unscheduled_pod("after-stall"), ns)
     await wait_for(lambda: ("add", "after-stall") in rec.events)
     assert inf.stats.lists == 1 and inf.stats.relists == 0
