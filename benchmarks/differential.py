@@ -37,10 +37,10 @@ from typing import Any
 
 from benchmarks.apiserver import free_port, stop_process
 from benchmarks.baselines.upstream import SERVICE_NAME_LABEL, UPSTREAM_MANAGED_BY, kcm_command
-from benchmarks.driver import ESEL, SERVICEACCOUNTS, SERVICES
+from benchmarks.driver import ESEL, SERVICES, ensure_default_service_account
 from slicectl.cli import workload
 from slicectl.kube.client import KubeClient
-from slicectl.kube.errors import AlreadyExists, ApiError, Invalid, NotFound
+from slicectl.kube.errors import ApiError, Invalid, NotFound
 from slicectl.kube.resources import ENDPOINTSLICES, NAMESPACES, NODES, PODS, Resource
 from slicectl.model.records import (
     ANNOTATION_TRIGGER_TIME,
@@ -332,7 +332,7 @@ class World:
         core = await client.request("GET", "/api/v1")
         served = {r.get("name") for r in core.get("resources") or ()}
         if "serviceaccounts" in served:
-            await _default_service_account(client, ns)
+            await ensure_default_service_account(client, ns)
         services = "services" in served
         single = await _single_stack(client, ns) if services else "the server serves no Services"
         return cls(client, ns, nodes, services, single)
@@ -502,15 +502,6 @@ async def _single_stack(client: KubeClient, ns: str) -> str:
     families = made.get("spec", {}).get("ipFamilies") or []
     return "" if set(families) == {IPV4, IPV6} else (
         f"a {REQUIRE_DUAL} Service got ipFamilies {families}")
-
-
-async def _default_service_account(client: KubeClient, ns: str) -> None:
-    """Admission refuses pods until the namespace's ``default`` ServiceAccount exists; its
-    controller writes it a moment later, or never if none runs: written here, as the
-    benchmark driver does."""
-    with contextlib.suppress(AlreadyExists):
-        await client.create(SERVICEACCOUNTS, {"apiVersion": "v1", "kind": "ServiceAccount",
-                                              "metadata": {"name": "default"}}, ns)
 
 
 # -- normalizing and diffing ----------------------------------------------------------------

@@ -190,6 +190,15 @@ class SliceView:
                 await self._task
 
 
+async def ensure_default_service_account(client: KubeClient, ns: str) -> None:
+    """Admission refuses pods until the namespace's ``default`` ServiceAccount exists; on a
+    real cluster its controller writes it a moment later (or never, if it does not run): written
+    here, unless it is there already or the server has no ServiceAccounts (the embedded one)."""
+    with contextlib.suppress(AlreadyExists, NotFound):
+        await client.create(SERVICEACCOUNTS, {
+            "apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}}, ns)
+
+
 class Cluster:
     """One benchmark namespace: selectors, pods, and the model of what slices must list.
 
@@ -212,12 +221,7 @@ class Cluster:
     async def setup(self, selectors: Iterable[str]) -> None:
         await self.client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
                                               "metadata": {"name": self.ns}})
-        # Admission refuses pods until the namespace's default ServiceAccount exists; on a real
-        # cluster its controller writes it a moment later (or never, if it does not run).
-        with contextlib.suppress(Exception):
-            await self.client.create(SERVICEACCOUNTS, {
-                "apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}},
-                self.ns)
+        await ensure_default_service_account(self.client, self.ns)
         await self.view.start()
         for name in selectors:
             self.model[name] = {}
