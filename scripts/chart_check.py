@@ -53,8 +53,10 @@ VARIATIONS: dict[str, dict[str, Any]] = {
         "replicaCount": 1,
         "namespaces": ["team-a", "team-b"],
     },
-    "ServiceMonitor on, lease in another namespace": {
+    "ServiceMonitor on, lease in another namespace, a proxy in the environment": {
         "serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}},
+        "extraEnv": [{"name": "HTTPS_PROXY", "value": "http://proxy.corp.example:3128"},
+                     {"name": "NO_PROXY", "value": "10.96.0.0/12,.svc,.cluster.local"}],
         "leaderElection": {"resourceNamespace": "kube-system", "resourceName": "slicectl-lease"},
     },
 }

@@ -13,6 +13,9 @@ refused, one renewal for all the requests waiting on it. The data path never tou
 kubernetes-asyncio's models.
 
 Lookup order: an explicit path, else ``$KUBECONFIG``, else in-cluster, else ``~/.kube/config``.
+The proxy, if any, is the kubeconfig cluster's ``proxy-url`` or the environment's, chosen as
+client-go chooses it (:mod:`slicectl.kube.proxy`); a ``proxy-url`` client-go would refuse is a
+:class:`ConfigError`.
 Credentials are never logged and never appear in a repr; :meth:`Connection.redact` removes them
 from any text built from a server's answer.
 
@@ -38,6 +41,8 @@ from typing import Any
 import structlog
 
 from slicectl.kube.kubeconfig_import import kube_config_api
+from slicectl.kube.proxy import Proxy, ProxyError
+from slicectl.kube.proxy import choose as choose_proxy
 
 _log = structlog.get_logger("slicectl.kube")
 REDACTED = "REDACTED"
@@ -130,7 +135,7 @@ class Connection:
         self._renewal: asyncio.Future[None] | None = None  # the credential renewal under way
         self.host: str = str(configuration.host).rstrip("/")
         self.server_hostname: str | None = getattr(configuration, "tls_server_name", None)
-        self.proxy: str | None = getattr(configuration, "proxy", None) or None
+        self.proxy = _proxy(getattr(configuration, "proxy", None), self.host)
         if insecure_skip_tls_verify:
             configuration.verify_ssl = False
             _log.warning("TLS verification of the API server is disabled "
@@ -173,7 +178,9 @@ class Connection:
 
     def redact(self, text: str) -> str:
         """``text`` with every credential this connection has sent replaced by REDACTED."""
-        for secret in sorted(self._secrets, key=len, reverse=True):
+        secrets = [*self._secrets, *([self.proxy.password] if self.proxy and
+                                      self.proxy.password else [])]
+        for secret in sorted(secrets, key=len, reverse=True):
             if secret in text:
                 text = text.replace(secret, REDACTED)
         return text
@@ -265,6 +272,19 @@ async def load_connection(
         raise ConfigError(f"kubeconfig {path}: {detail}") from exc
     return Connection(cfg, loader, in_cluster=False,
                       insecure_skip_tls_verify=insecure_skip_tls_verify)
+
+
+def _proxy(configured: str | None, host: str) -> Proxy | None:
+    """The proxy client-go would take to ``host`` (:mod:`slicectl.kube.proxy`), logged once."""
+    try:
+        chosen, warning = choose_proxy(configured, host, os.environ)
+    except ProxyError as exc:
+        raise ConfigError(str(exc)) from None
+    if warning is not None:
+        _log.warning("proxy variable ignored", reason=warning)
+    if chosen is not None:
+        _log.info("connecting through a proxy", proxy=chosen.shown, named_by=chosen.source)
+    return chosen
 
 
 def _home_kubeconfig() -> str:

@@ -15,6 +15,9 @@ caller for itself (a 409, a 404) instead of the lost write: the break is raised 
 :class:`ConnectionLost` instead, which aiohttp does not resend (a GET is still resent, once, at
 once, as Go's transport replays one on a reused connection). :func:`broke_before_answer` tells
 the client which breaks it resends a GET after, as client-go does.
+
+A proxy (:mod:`slicectl.kube.proxy`) is an argument of each request for an HTTP(S) proxy, as
+aiohttp takes them, and the session's connector for a SOCKS5 one (:mod:`slicectl.kube.socks`).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import Any
 import aiohttp
 
 from slicectl.kube.config import Connection
+from slicectl.kube.socks import Socks5Connector
 
 
 class ConnectionLost(aiohttp.ServerConnectionError):
@@ -61,6 +65,10 @@ class Transport:
         self._user_agent = user_agent
         self._session = self._new_session()
         self._identity = conn.identity  # the client certificate the session's connections use
+        proxy = conn.proxy
+        self._proxy_authorization = (
+            proxy.authorization if proxy is not None and proxy.scheme != "socks5"
+            and not conn.host.startswith("https") else None)
 
     async def authorize(self, headers: dict[str, str]) -> aiohttp.ClientSession:
         """Put the credential in ``headers``; the session to send them on (a new one when
@@ -68,6 +76,8 @@ class Transport:
         value = await self._conn.authorization()
         if value:
             headers["Authorization"] = value
+        if self._proxy_authorization is not None:  # a plain-HTTP server, through a proxy
+            headers["Proxy-Authorization"] = self._proxy_authorization
         if self._conn.identity != self._identity:
             self._identity = self._conn.identity
             old, self._session = self._session, self._new_session()
@@ -79,15 +89,23 @@ class Transport:
         kwargs: dict[str, Any] = {}
         if self._conn.server_hostname:
             kwargs["server_hostname"] = self._conn.server_hostname
-        if self._conn.proxy:
-            kwargs["proxy"] = self._conn.proxy
+        proxy = self._conn.proxy
+        if proxy is not None and proxy.scheme != "socks5":
+            kwargs["proxy"] = proxy.address
+            if proxy.authorization is not None:  # the CONNECT's, for an HTTPS server
+                kwargs["proxy_headers"] = {"Proxy-Authorization": proxy.authorization}
         return kwargs
 
     async def close(self) -> None:
         await self._session.close()
 
     def _new_session(self) -> aiohttp.ClientSession:
-        connector = aiohttp.TCPConnector(limit=0, ssl=self._conn.ssl)
+        proxy = self._conn.proxy
+        connector: aiohttp.TCPConnector
+        if proxy is not None and proxy.scheme == "socks5":
+            connector = Socks5Connector(proxy, limit=0, ssl=self._conn.ssl)
+        else:
+            connector = aiohttp.TCPConnector(limit=0, ssl=self._conn.ssl)
         return aiohttp.ClientSession(
             connector=connector, headers={"User-Agent": self._user_agent},
             middlewares=(_writes_sent_once,))

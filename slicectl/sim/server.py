@@ -94,6 +94,7 @@ class EmbeddedApiServer:
 
     async def start(self) -> None:
         ca_pem, cert_pem, key_pem = make_certificates(self.host)
+        self.serving_pem = (cert_pem, key_pem)  # for a test's proxy that poses as a peer
         app = web.Application(client_max_size=MAX_REQUEST_BODY_BYTES)  # 413 beyond
         app.router.add_route("*", "/{tail:.*}", self._dispatch)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False,

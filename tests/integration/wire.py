@@ -29,7 +29,7 @@ from pathlib import Path
 import yaml
 
 
-class _Link:
+class Link:
     """One client connection and its upstream twin."""
 
     def __init__(self, client: asyncio.StreamWriter, upstream: asyncio.StreamWriter) -> None:
@@ -48,7 +48,7 @@ class WireProxy:
         self.host, self.port = host, port
         self.listen_port = 0
         self._server: asyncio.Server | None = None
-        self._links: set[_Link] = set()
+        self._links: set[Link] = set()
         self._refusing = False
         self._stalling = False
 
@@ -114,18 +114,19 @@ class WireProxy:
         except OSError:
             writer.transport.abort()
             return
-        link = _Link(writer, up_writer)
+        link = Link(writer, up_writer)
         if self._stalling:
             link.flowing.clear()
         self._links.add(link)
         try:
-            await asyncio.gather(_pipe(reader, up_writer, link), _pipe(up_reader, writer, link))
+            await asyncio.gather(pipe(reader, up_writer, link), pipe(up_reader, writer, link))
         finally:
             self._links.discard(link)
             link.abort()
 
 
-async def _pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter, link: _Link) -> None:
+async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter, link: Link) -> None:
+    """Forward ``src`` to ``dst`` while ``link`` flows, until either end closes."""
     with contextlib.suppress(OSError, asyncio.IncompleteReadError, ConnectionError):
         while data := await src.read(65536):
             await link.flowing.wait()

@@ -218,6 +218,15 @@ def test_values_yaml_names_the_flags_it_has_no_value_for() -> None:
     assert said == flags - with_value
 
 
+def test_extra_env_reaches_the_container() -> None:
+    env = [{"name": "HTTPS_PROXY", "value": "http://proxy.corp.example:3128"},
+           {"name": "NO_PROXY", "valueFrom": {"configMapKeyRef": {"name": "p", "key": "k"}}}]
+    assert container(render_chart({"extraEnv": env}))["env"] == env
+    assert "env" not in container(render_chart())
+    with pytest.raises(CheckFailed, match="name"):
+        render_chart({"extraEnv": [{"value": "no name"}]})
+
+
 def test_default_args_are_accepted_by_slicectl_run() -> None:
     if importlib.util.find_spec("slicectl.cli.run") is None:
         pytest.skip("slicectl.cli.run does not exist yet")
