@@ -22,8 +22,10 @@ Writes can carry a ``guard``: a callable run right before each send (after the r
 wait, and again before every resend) that raises to stop the request, so a write that had
 to wait is never sent once the caller may no longer write (leader election).
 
-The credential never leaves the client in text: error messages built from a server's answer
-(a proxy may echo the ``Authorization`` header) and logged watch lines are redacted.
+The server's ``Warning`` headers are logged, each text once while it repeats
+(:mod:`slicectl.kube.server_warnings`). The credential never leaves the client in text: error
+messages built from a server's answer (a proxy may echo the ``Authorization`` header), logged
+warnings and logged watch lines are redacted.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ from slicectl.kube.lean import decode_body
 from slicectl.kube.paging import ListPage, collect, read_pages, selectors
 from slicectl.kube.ratelimit import RateLimitHook, RequestLimit
 from slicectl.kube.resources import Resource, request_labels
+from slicectl.kube.server_warnings import WarningLog
 from slicectl.kube.transport import Transport, broke_before_answer
 from slicectl.kube.watch import MAX_LINE_BYTES, LineDecoder, WatchEvent, read_lines
 
@@ -103,6 +106,7 @@ class KubeClient:
         self._timeout = aiohttp.ClientTimeout(total=settings.request_timeout)
         self._transport = Transport(conn, settings.user_agent)
         self._lines = LineDecoder(conn.redact)
+        self._warnings = WarningLog(conn.redact)
         self.answers = Answers()  # whether the server answers: ends outage backoffs early
 
     @classmethod
@@ -263,6 +267,7 @@ class KubeClient:
                 self._report("GET", path, True, 0, started)
                 raise
             self._report("GET", path, True, resp.status, started)
+            self._warnings.note("WATCH", path, resp.headers.getall("Warning", ()))
             if resp.status < 300:
                 return resp
             async with resp:
@@ -368,6 +373,7 @@ class KubeClient:
                 ) as resp:
                     raw = await resp.read()
                     status = resp.status
+                    self._warnings.note(method, path, resp.headers.getall("Warning", ()))
                     error = await self._error(resp, raw) if status >= 300 else None
                     wait = resend_wait(status, resp.headers.get("Retry-After"))
             except (aiohttp.ClientError, TimeoutError) as exc:

@@ -526,3 +526,22 @@ async def test_watch_carries_a_one_megabyte_object(client: KubeClient, ns: str) 
                 assert len(env[0]["value"]) == 1_000_000
                 break
         assert client.malformed_lines == 0
+
+
+async def test_server_warnings_are_logged_once_each(api: Cluster, ns: str) -> None:
+    """A real server keeps the object and drops an unknown field with a ``Warning`` header
+    (``fieldValidation`` defaults to Warn): the client says so, once per text."""
+    pods = []
+    for i in range(3):
+        pod = unscheduled_pod(f"warned-{i}")
+        pod["spec"]["bogusField"] = i
+        pod["metadata"]["bogusMeta"] = "x"
+        pods.append(pod)
+    with structlog.testing.capture_logs() as logs:
+        async with await KubeClient.connect(api.kubeconfig) as c:
+            for pod in pods:
+                created = await c.create(PODS, pod, ns)
+                assert "bogusField" not in created["spec"]
+    said = sorted(e["warning"] for e in logs if e["event"] == "api_server_warning")
+    assert said == ['unknown field "metadata.bogusMeta"', 'unknown field "spec.bogusField"'], logs
+    assert {e["method"] for e in logs if e["event"] == "api_server_warning"} == {"POST"}
