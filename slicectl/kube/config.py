@@ -15,7 +15,8 @@ kubernetes-asyncio's models.
 Lookup order: an explicit path, else ``$KUBECONFIG``, else in-cluster, else ``~/.kube/config``.
 The proxy, if any, is the kubeconfig cluster's ``proxy-url`` or the environment's, chosen as
 client-go chooses it (:mod:`slicectl.kube.proxy`); a ``proxy-url`` client-go would refuse is a
-:class:`ConfigError`.
+:class:`ConfigError`. A kubeconfig user's impersonation (``as`` ...) becomes headers on every
+request (:mod:`slicectl.kube.impersonation`).
 Credentials are never logged and never appear in a repr; :meth:`Connection.redact` removes them
 from any text built from a server's answer.
 
@@ -40,6 +41,8 @@ from typing import Any
 
 import structlog
 
+from slicectl.kube.impersonation import ImpersonationError
+from slicectl.kube.impersonation import headers as impersonation_headers
 from slicectl.kube.kubeconfig_import import kube_config_api
 from slicectl.kube.proxy import Proxy, ProxyError
 from slicectl.kube.proxy import choose as choose_proxy
@@ -136,6 +139,7 @@ class Connection:
         self.host: str = str(configuration.host).rstrip("/")
         self.server_hostname: str | None = getattr(configuration, "tls_server_name", None)
         self.proxy = _proxy(getattr(configuration, "proxy", None), self.host)
+        self.impersonation = [] if in_cluster else _impersonation(loader)
         if insecure_skip_tls_verify:
             configuration.verify_ssl = False
             _log.warning("TLS verification of the API server is disabled "
@@ -285,6 +289,18 @@ def _proxy(configured: str | None, host: str) -> Proxy | None:
     if chosen is not None:
         _log.info("connecting through a proxy", proxy=chosen.shown, named_by=chosen.source)
     return chosen
+
+
+def _impersonation(loader: Any) -> list[tuple[str, str]]:
+    """The kubeconfig user's impersonation headers (kubernetes-asyncio reads none of them)."""
+    user = getattr(loader, "_user", None)
+    fields = getattr(user, "value", None)
+    if not isinstance(fields, dict):
+        return []
+    try:
+        return impersonation_headers(fields, getattr(user, "name", ""))
+    except ImpersonationError as exc:
+        raise ConfigError(f"kubeconfig: {exc}") from None
 
 
 def _home_kubeconfig() -> str:

@@ -26,6 +26,7 @@ import errno
 from typing import Any
 
 import aiohttp
+from multidict import CIMultiDict
 
 from slicectl.kube.config import Connection
 from slicectl.kube.socks import Socks5Connector
@@ -107,5 +108,6 @@ class Transport:
         else:
             connector = aiohttp.TCPConnector(limit=0, ssl=self._conn.ssl)
         return aiohttp.ClientSession(
-            connector=connector, headers={"User-Agent": self._user_agent},
+            connector=connector,
+            headers=CIMultiDict([("User-Agent", self._user_agent), *self._conn.impersonation]),
             middlewares=(_writes_sent_once,))

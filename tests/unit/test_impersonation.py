@@ -1,0 +1,75 @@
+"""A kubeconfig user's impersonation, as client-go sends it (slicectl.kube.impersonation)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from slicectl.kube.config import ConfigError, load_connection
+from slicectl.kube.impersonation import ImpersonationError, escape_key, headers
+from slicectl.kube.transport import Transport
+
+
+def test_every_field_becomes_headers_groups_and_extras_one_line_each() -> None:
+    user = {"token": "t", "as": "system:serviceaccount:ops:slicectl", "as-uid": "1234",
+            "as-groups": ["system:serviceaccounts", "team-a"],
+            "as-user-extra": {"example.com/scopes": ["view", "edit"], "reason": ["test"]}}
+    assert headers(user) == [
+        ("Impersonate-User", "system:serviceaccount:ops:slicectl"),
+        ("Impersonate-Uid", "1234"),
+        ("Impersonate-Group", "system:serviceaccounts"),
+        ("Impersonate-Group", "team-a"),
+        ("Impersonate-Extra-example.com%2Fscopes", "view"),
+        ("Impersonate-Extra-example.com%2Fscopes", "edit"),
+        ("Impersonate-Extra-reason", "test"),
+    ]
+
+
+def test_nothing_impersonated_sends_nothing() -> None:
+    assert headers({"token": "t"}) == []
+    assert headers({"as": "", "as-groups": [], "as-user-extra": {}}) == []
+
+
+@pytest.mark.parametrize(("key", "escaped"), [
+    ("plain-Key_1.x", "plain-Key_1.x"), ("a/b", "a%2Fb"), ("100%", "100%25"),
+    ("with space", "with%20space"), ("a:b", "a%3Ab"), ("ü", "%C3%BC"),
+    ("!#$&'*+^`|~", "!#$&'*+^`|~"),
+])
+def test_extra_keys_are_escaped_as_client_go_escapes_them(key: str, escaped: str) -> None:
+    assert escape_key(key) == escaped
+
+
+@pytest.mark.parametrize("user", [
+    {"as-groups": ["g"]}, {"as-uid": "u"}, {"as-user-extra": {"k": ["v"]}},
+    {"as": 5}, {"as": "u", "as-groups": "g"}, {"as": "u", "as-user-extra": {"k": "v"}},
+])
+def test_what_client_go_refuses(user: dict[str, Any]) -> None:
+    with pytest.raises(ImpersonationError, match="'me'"):
+        headers(user, "me")
+
+
+def _kubeconfig(tmp_path: Path, user: dict[str, Any]) -> str:
+    doc = {"apiVersion": "v1", "kind": "Config", "current-context": "c",
+           "clusters": [{"name": "c", "cluster": {"server": "https://api.example:6443"}}],
+           "users": [{"name": "u", "user": user}],
+           "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(doc))
+    return str(path)
+
+
+async def test_every_request_of_the_session_carries_them(tmp_path: Path) -> None:
+    conn = await load_connection(_kubeconfig(tmp_path, {
+        "token": "t", "as": "alice", "as-groups": ["g1", "g2"]}))
+    transport = Transport(conn, "slicectl/test")
+    session = await transport.authorize({})
+    assert session.headers.getall("Impersonate-Group") == ["g1", "g2"]
+    assert session.headers["Impersonate-User"] == "alice"
+    assert session.headers["User-Agent"] == "slicectl/test"
+    await transport.close()
+
+    with pytest.raises(ConfigError, match="without impersonating a user"):
+        await load_connection(_kubeconfig(tmp_path, {"token": "t", "as-groups": ["g"]}))
