@@ -2,8 +2,9 @@
 
 Decides authentication: a request needs ``Authorization: Bearer <token>`` with the server's
 token, except the health and version endpoints, which real clusters expose to anonymous
-clients. The kubeconfig written for a server carries its URL, CA (certificate-authority-data)
-and token under one context named ``slicectl-sim``, usable by kubectl and kubernetes-asyncio.
+clients. A request that asks to impersonate is refused (403): there is no other identity.
+The kubeconfig written for a server carries its URL, CA (certificate-authority-data) and token
+under one context named ``slicectl-sim``, usable by kubectl and kubernetes-asyncio.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import base64
 import hmac
 import secrets
+from collections.abc import Mapping
 from pathlib import Path
 
 import yaml
@@ -28,6 +30,16 @@ def authorized(path: str, header: str, token: str) -> bool:
         return True
     scheme, _, presented = header.partition(" ")
     return scheme.lower() == "bearer" and hmac.compare_digest(presented.strip(), token)
+
+
+def impersonated(headers: Mapping[str, str]) -> str | None:
+    """The user a request asks to act as (``Impersonate-*`` headers), if it asks: this server
+    has one identity and no way to take another, so such a request is refused (a real one
+    would act as that user, with that user's permissions), never served as its sender."""
+    names = [k for k in headers if k.lower().startswith("impersonate-")]
+    if not names:
+        return None
+    return headers.get("Impersonate-User") or ""
 
 
 def write_kubeconfig(path: Path, url: str, ca_pem: bytes, token: str) -> None:

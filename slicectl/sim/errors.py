@@ -260,6 +260,15 @@ def unauthorized() -> ApiError:
     return ApiError(401, "Unauthorized", "Unauthorized")
 
 
+def impersonation_refused(as_user: str) -> ApiError:
+    """A request to act as another user, which the embedded server cannot grant (the real
+    impersonation filter's 403 when the sender may not impersonate)."""
+    return ApiError(403, "Forbidden", f'users "{as_user}" is forbidden: User "admin" cannot '
+                    'impersonate resource "users" in API group "" at the cluster scope: the '
+                    "embedded API server has no other identities", {"kind": "users",
+                                                                   "name": as_user})
+
+
 def flow_control_rejected(retry_after: int = 1) -> ApiError:
     """API Priority and Fairness (or the max-in-flight filter) turning a request away:
     ``http.Error``'s text, no Status, as a real v1.32.6 answered when a priority level with

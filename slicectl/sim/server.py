@@ -26,7 +26,7 @@ import orjson
 from aiohttp import web
 
 from slicectl.sim import discovery, errors
-from slicectl.sim.auth import authorized, new_token, write_kubeconfig
+from slicectl.sim.auth import authorized, impersonated, new_token, write_kubeconfig
 from slicectl.sim.bodies import MAX_REQUEST_BODY_BYTES
 from slicectl.sim.faults import Faults
 from slicectl.sim.handlers import Api, json_response, patch_media
@@ -165,6 +165,8 @@ class EmbeddedApiServer:
             return json_response(discovery.version_info())
         if not authorized(path, request.headers.get("Authorization", ""), self.token):
             return _error(errors.unauthorized())
+        if (as_user := impersonated(request.headers)) is not None:
+            return _error(errors.impersonation_refused(as_user))
         info = resolve(request.method, path, request.query)
         if info is None:
             return self.faults.non_resource(request) or self._non_resource(request)

@@ -161,7 +161,7 @@ def _kubeconfig(tmp_path: Path, server: str, proxy_url: str | None = None) -> st
 async def test_what_each_request_carries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """An HTTPS server: the proxy named without credentials, which go in the CONNECT's header;
     a plain-HTTP one: the header on each request itself (the proxy reads it there)."""
-    for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY"):
+    for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy"):
         monkeypatch.delenv(name, raising=False)
     basic = "Basic " + base64.b64encode(b"alice:pw").decode()
     conn = await load_connection(_kubeconfig(tmp_path, "https://api.example:6443",
