@@ -97,8 +97,8 @@ def parse(value: str, source: str) -> Proxy:
         raise ProxyError(f"{source} {shown!r} is not a proxy URL: {exc}") from None
     scheme = parts.scheme.lower()
     if scheme not in SCHEMES:
-        raise UnsupportedScheme(f"{source} {shown!r}: unsupported scheme {scheme!r}, must be http, "
-                         "https, or socks5")
+        raise UnsupportedScheme(f"{source} {shown!r}: unsupported scheme {scheme!r}, must be "
+                                "http, https, or socks5")
     if not parts.hostname:
         raise ProxyError(f"{source} {shown!r} names no host")
     user, password = parts.username, parts.password
