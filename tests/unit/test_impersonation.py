@@ -6,11 +6,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from slicectl.kube.config import ConfigError, load_connection
 from slicectl.kube.impersonation import ImpersonationError, escape_key, headers
 from slicectl.kube.transport import Transport
+from tests.unit.kubeconfigs import one_context
+
+SERVER = "https://api.example:6443"
 
 
 def test_every_field_becomes_headers_groups_and_extras_one_line_each() -> None:
@@ -51,18 +53,8 @@ def test_what_client_go_refuses(user: dict[str, Any]) -> None:
         headers(user, "me")
 
 
-def _kubeconfig(tmp_path: Path, user: dict[str, Any]) -> str:
-    doc = {"apiVersion": "v1", "kind": "Config", "current-context": "c",
-           "clusters": [{"name": "c", "cluster": {"server": "https://api.example:6443"}}],
-           "users": [{"name": "u", "user": user}],
-           "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}
-    path = tmp_path / "kubeconfig"
-    path.write_text(yaml.safe_dump(doc))
-    return str(path)
-
-
 async def test_every_request_of_the_session_carries_them(tmp_path: Path) -> None:
-    conn = await load_connection(_kubeconfig(tmp_path, {
+    conn = await load_connection(one_context(tmp_path, SERVER, {
         "token": "t", "as": "alice", "as-groups": ["g1", "g2"]}))
     transport = Transport(conn, "slicectl/test")
     session = await transport.authorize({})
@@ -72,4 +64,4 @@ async def test_every_request_of_the_session_carries_them(tmp_path: Path) -> None
     await transport.close()
 
     with pytest.raises(ConfigError, match="without impersonating a user"):
-        await load_connection(_kubeconfig(tmp_path, {"token": "t", "as-groups": ["g"]}))
+        await load_connection(one_context(tmp_path, SERVER, {"token": "t", "as-groups": ["g"]}))

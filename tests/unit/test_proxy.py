@@ -5,16 +5,17 @@ from __future__ import annotations
 import base64
 import ipaddress
 from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from slicectl.kube.config import load_connection
 from slicectl.kube.proxy import Proxy, ProxyError, UnsupportedScheme, choose, parse, uses_proxy
 from slicectl.kube.transport import Transport
+from tests.unit.kubeconfigs import one_context
+
+TOKEN = {"token": "t0ken"}
 
 NO_PROXY = ("corp.example, .svc.example, *.wild.example, 192.0.2.1, 192.0.2.2:8443, "
             "192.0.2.3:6443, 10.96.0.0/12, 2001:db8::1, [2001:db8::2]:443, [2001:db8::3]:6443, "
@@ -145,27 +146,14 @@ def test_credentials_are_sent_never_shown() -> None:
     assert "s3cret" not in str(err.value) and "proxy.example" in str(err.value)
 
 
-def _kubeconfig(tmp_path: Path, server: str, proxy_url: str | None = None) -> str:
-    cluster: dict[str, Any] = {"server": server}
-    if proxy_url is not None:
-        cluster["proxy-url"] = proxy_url
-    doc = {"apiVersion": "v1", "kind": "Config", "current-context": "c",
-           "clusters": [{"name": "c", "cluster": cluster}],
-           "users": [{"name": "u", "user": {"token": "t0ken"}}],
-           "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}
-    path = tmp_path / "kubeconfig"
-    path.write_text(yaml.safe_dump(doc))
-    return str(path)
-
-
 async def test_what_each_request_carries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """An HTTPS server: the proxy named without credentials, which go in the CONNECT's header;
     a plain-HTTP one: the header on each request itself (the proxy reads it there)."""
     for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy"):
         monkeypatch.delenv(name, raising=False)
     basic = "Basic " + base64.b64encode(b"alice:pw").decode()
-    conn = await load_connection(_kubeconfig(tmp_path, "https://api.example:6443",
-                                             "http://alice:pw@proxy.example:3128"))
+    conn = await load_connection(one_context(tmp_path, "https://api.example:6443", TOKEN,
+                                              "http://alice:pw@proxy.example:3128"))
     transport = Transport(conn, "test")
     headers: dict[str, str] = {}
     await transport.authorize(headers)
@@ -176,7 +164,7 @@ async def test_what_each_request_carries(tmp_path: Path, monkeypatch: pytest.Mon
     await transport.close()
 
     monkeypatch.setenv("HTTP_PROXY", "alice:pw@proxy.example:3128")
-    conn = await load_connection(_kubeconfig(tmp_path, "http://api.example:8080"))
+    conn = await load_connection(one_context(tmp_path, "http://api.example:8080", TOKEN))
     transport = Transport(conn, "test")
     headers = {}
     await transport.authorize(headers)
@@ -184,8 +172,8 @@ async def test_what_each_request_carries(tmp_path: Path, monkeypatch: pytest.Mon
     assert transport.options()["proxy"] == "http://proxy.example:3128"
     await transport.close()
 
-    conn = await load_connection(_kubeconfig(tmp_path, "https://api.example:6443",
-                                             "socks5://alice:pw@tunnel.example"))
+    conn = await load_connection(one_context(tmp_path, "https://api.example:6443", TOKEN,
+                                              "socks5://alice:pw@tunnel.example"))
     transport = Transport(conn, "test")
     assert transport.options() == {}  # the session's connector tunnels instead
     await transport.close()
