@@ -53,8 +53,9 @@ VARIATIONS: dict[str, dict[str, Any]] = {
         "replicaCount": 1,
         "namespaces": ["team-a", "team-b"],
     },
-    "ServiceMonitor on, lease in another namespace, a proxy in the environment": {
+    "ServiceMonitor and FlowSchema on, lease in another namespace, a proxy in the environment": {
         "serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}},
+        "flowSchema": {"enabled": True},
         "extraEnv": [{"name": "HTTPS_PROXY", "value": "http://proxy.corp.example:3128"},
                      {"name": "NO_PROXY", "value": "10.96.0.0/12,.svc,.cluster.local"}],
         "leaderElection": {"resourceNamespace": "kube-system", "resourceName": "slicectl-lease"},

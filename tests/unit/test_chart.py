@@ -227,6 +227,18 @@ def test_extra_env_reaches_the_container() -> None:
         render_chart({"extraEnv": [{"value": "no name"}]})
 
 
+def test_flow_schema_only_when_asked_for_the_charts_service_account() -> None:
+    assert not [d for d in render_chart() if d["kind"] == "FlowSchema"]
+    docs = render_chart({"flowSchema": {"enabled": True, "priorityLevel": "custom"}})
+    schema = the(docs, "FlowSchema")
+    account = the(docs, "ServiceAccount")["metadata"]
+    assert schema["spec"]["priorityLevelConfiguration"] == {"name": "custom"}
+    assert schema["spec"]["matchingPrecedence"] < 9000  # before the service-accounts one
+    ((subject,),) = [rule["subjects"] for rule in schema["spec"]["rules"]]
+    assert subject == {"kind": "ServiceAccount", "serviceAccount": {
+        "name": account["name"], "namespace": account["namespace"]}}
+
+
 def test_default_args_are_accepted_by_slicectl_run() -> None:
     if importlib.util.find_spec("slicectl.cli.run") is None:
         pytest.skip("slicectl.cli.run does not exist yet")
