@@ -36,8 +36,7 @@ def impersonated(headers: Mapping[str, str]) -> str | None:
     """The user a request asks to act as (``Impersonate-*`` headers), if it asks: this server
     has one identity and no way to take another, so such a request is refused (a real one
     would act as that user, with that user's permissions), never served as its sender."""
-    names = [k for k in headers if k.lower().startswith("impersonate-")]
-    if not names:
+    if not any(k.lower().startswith("impersonate-") for k in headers):
         return None
     return headers.get("Impersonate-User") or ""
 
