@@ -62,3 +62,14 @@ def test_documented_rows_name_existing_cases_and_pods() -> None:
             pod = re.match(r"endpoint (\S+) ", prefix)
             if pod:
                 assert pod[1] in {p.name for p in by_name[name].pods}, (name, prefix)
+
+
+def test_only_the_strict_ip_refusals_of_such_addresses_are_left_out() -> None:
+    mapped = 'Invalid value: "::ffff:10.0.0.1": must not be an IPv4-mapped IPv6 address'
+    zeros = 'Invalid value: "10.0.0.010": must not have leading 0s'
+    assert differential._strictly_refused(["::ffff:10.0.0.1"], mapped) is not None
+    assert differential._strictly_refused(["10.0.0.010", "fd00::1"], zeros) is not None
+    # the same refusal for a pod with no such address is a finding, not left out
+    assert differential._strictly_refused(["10.0.0.1"], mapped) is None
+    assert differential._strictly_refused(["10.0.0.10"], zeros) is None
+    assert differential._strictly_refused(["::ffff:10.0.0.1"], "spec.x: Required value") is None
