@@ -60,12 +60,25 @@ def broke_before_answer(exc: BaseException) -> bool:
     return isinstance(exc, aiohttp.ClientOSError) and exc.errno == errno.ECONNRESET
 
 
+def _request_options(conn: Connection) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {}
+    if conn.server_hostname:
+        kwargs["server_hostname"] = conn.server_hostname
+    proxy = conn.proxy
+    if proxy is not None and proxy.scheme != "socks5":
+        kwargs["proxy"] = proxy.address
+        if proxy.authorization is not None:  # the CONNECT's, for an HTTPS server
+            kwargs["proxy_headers"] = {"Proxy-Authorization": proxy.authorization}
+    return kwargs
+
+
 class Transport:
     def __init__(self, conn: Connection, user_agent: str) -> None:
         self._conn = conn
         self._user_agent = user_agent
         self._session = self._new_session()
         self._identity = conn.identity  # the client certificate the session's connections use
+        self._options = _request_options(conn)  # the same for every request of the connection
         proxy = conn.proxy
         self._proxy_authorization = (
             proxy.authorization if proxy is not None and proxy.scheme != "socks5"
@@ -87,15 +100,7 @@ class Transport:
 
     def options(self) -> dict[str, Any]:
         """The request arguments every request carries: TLS server name, proxy."""
-        kwargs: dict[str, Any] = {}
-        if self._conn.server_hostname:
-            kwargs["server_hostname"] = self._conn.server_hostname
-        proxy = self._conn.proxy
-        if proxy is not None and proxy.scheme != "socks5":
-            kwargs["proxy"] = proxy.address
-            if proxy.authorization is not None:  # the CONNECT's, for an HTTPS server
-                kwargs["proxy_headers"] = {"Proxy-Authorization": proxy.authorization}
-        return kwargs
+        return self._options
 
     async def close(self) -> None:
         await self._session.close()

@@ -62,6 +62,22 @@ def user_kubeconfig(kubeconfig: str, user: dict[str, Any], path: Path) -> str:
     return str(path)
 
 
+def with_cluster(source: str, path: Path, values: dict[str, str],
+                 defaults: dict[str, str] | None = None) -> str:
+    """``source`` written to ``path`` (0600) with its current context's cluster fields
+    ``values`` set, and ``defaults`` set where the cluster has none."""
+    doc = yaml.safe_load(Path(source).read_text())
+    current = doc.get("current-context") or doc["contexts"][0]["name"]
+    context = next(c["context"] for c in doc["contexts"] if c["name"] == current)
+    cluster = next(c["cluster"] for c in doc["clusters"] if c["name"] == context["cluster"])
+    cluster.update(values)
+    for key, value in (defaults or {}).items():
+        cluster.setdefault(key, value)
+    path.write_text(yaml.safe_dump(doc))
+    path.chmod(0o600)
+    return str(path)
+
+
 def token_of(kubeconfig: str) -> str | None:
     """The bearer token of the current context's user, if it has one."""
     doc = yaml.safe_load(Path(kubeconfig).read_text())

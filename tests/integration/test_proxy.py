@@ -17,13 +17,12 @@ from typing import Any
 
 import aiohttp
 import pytest
-import yaml
 
 from slicectl.kube.client import KubeClient
 from slicectl.kube.config import ConfigError
 from slicectl.kube.resources import PODS
 from tests.integration.conftest import Cluster
-from tests.integration.credentials import server_ca_and_address
+from tests.integration.credentials import server_ca_and_address, with_cluster
 from tests.integration.forward_proxy import ForwardProxy
 from tests.integration.support import (
     ESEL,
@@ -42,18 +41,11 @@ USER, PASSWORD = "alice", "pr0xy-s3cret"
 def _kubeconfig(source: str, path: Path, port: int, proxy_url: str | None) -> str:
     """``source``'s current cluster under :data:`NAME`, the certificate still checked against
     the real host's name, and ``proxy_url`` as its ``proxy-url``."""
-    doc = yaml.safe_load(Path(source).read_text())
-    current = doc.get("current-context") or doc["contexts"][0]["name"]
-    context = next(c["context"] for c in doc["contexts"] if c["name"] == current)
-    cluster = next(c["cluster"] for c in doc["clusters"] if c["name"] == context["cluster"])
     _, host, _ = server_ca_and_address(source)
-    cluster["server"] = f"https://{NAME}:{port}"
-    cluster.setdefault("tls-server-name", host)
+    values = {"server": f"https://{NAME}:{port}"}
     if proxy_url is not None:
-        cluster["proxy-url"] = proxy_url
-    path.write_text(yaml.safe_dump(doc))
-    path.chmod(0o600)
-    return str(path)
+        values["proxy-url"] = proxy_url
+    return with_cluster(source, path, values, {"tls-server-name": host})
 
 
 @contextlib.asynccontextmanager

@@ -26,7 +26,7 @@ import contextlib
 import ipaddress
 from pathlib import Path
 
-import yaml
+from tests.integration.credentials import with_cluster
 
 
 class Link:
@@ -65,16 +65,10 @@ class WireProxy:
 
     def kubeconfig(self, source: str, path: Path) -> str:
         """``source`` with its current context's server replaced by this proxy."""
-        doc = yaml.safe_load(Path(source).read_text())
-        current = doc.get("current-context") or doc["contexts"][0]["name"]
-        context = next(c["context"] for c in doc["contexts"] if c["name"] == current)
-        cluster = next(c["cluster"] for c in doc["clusters"] if c["name"] == context["cluster"])
-        cluster["server"] = f"https://127.0.0.1:{self.listen_port}"
-        if not _is_ip(self.host) and "tls-server-name" not in cluster:
-            cluster["tls-server-name"] = self.host  # the certificate names the real host
-        path.write_text(yaml.safe_dump(doc))
-        path.chmod(0o600)
-        return str(path)
+        # the certificate names the real host
+        defaults = {} if _is_ip(self.host) else {"tls-server-name": self.host}
+        return with_cluster(source, path, {"server": f"https://127.0.0.1:{self.listen_port}"},
+                            defaults)
 
     def drop(self) -> int:
         """Reset every open connection; how many there were."""
