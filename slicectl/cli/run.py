@@ -89,6 +89,10 @@ def configure(p: argparse.ArgumentParser) -> None:
       help="client-side API request burst")
     a("--insecure-skip-tls-verify", action="store_true",
       help="do not verify the API server's TLS certificate (insecure: logs a warning)")
+    a("--disable-compression", action="store_true",
+      help="ask the API server for answers as they are, not gzip-encoded (as a kubeconfig "
+           "cluster's disable-compression: true): less server CPU for large LISTs on a fast "
+           "network, more bytes on it")
     a("--watch-inactivity-timeout", metavar="DURATION", type=positive_duration,
       default=2 * BOOKMARK_INTERVAL,
       help="reopen a watch that received nothing (not even a bookmark) for this long; "
@@ -132,6 +136,7 @@ class RunOptions:
     context: str | None = None
     client: ClientSettings = field(default_factory=ClientSettings)
     insecure_skip_tls_verify: bool = False
+    disable_compression: bool = False
     leader_elect: bool = False
     lease_duration: float = 15.0
     renew_deadline: float = 10.0
@@ -189,6 +194,7 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
         context=args.context,
         client=ClientSettings(qps=args.kube_api_qps, burst=args.kube_api_burst),
         insecure_skip_tls_verify=args.insecure_skip_tls_verify,
+        disable_compression=args.disable_compression,
         leader_elect=args.leader_elect,
         lease_duration=args.leader_elect_lease_duration,
         renew_deadline=args.leader_elect_renew_deadline,
@@ -210,7 +216,8 @@ async def _connect_unless_stopped(
     connecting = asyncio.ensure_future(KubeClient.connect(
         opts.kubeconfig, opts.context, opts.client, on_request=metrics.api_request,
         on_rate_limit=metrics.rate_limited, on_retry=metrics.api_retry,
-        insecure_skip_tls_verify=opts.insecure_skip_tls_verify))
+        insecure_skip_tls_verify=opts.insecure_skip_tls_verify,
+        disable_compression=opts.disable_compression))
     stopped = asyncio.ensure_future(stop.wait())
     try:
         await asyncio.wait([connecting, stopped], return_when=asyncio.FIRST_COMPLETED)

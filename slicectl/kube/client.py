@@ -119,10 +119,11 @@ class KubeClient:
         *,
         on_rate_limit: RateLimitHook | None = None,
         on_retry: RetryHook | None = None,
-        insecure_skip_tls_verify: bool = False,
+        insecure_skip_tls_verify: bool = False, disable_compression: bool = False,
     ) -> Self:
         conn = await load_connection(kubeconfig, context,
-                                     insecure_skip_tls_verify=insecure_skip_tls_verify)
+                                     insecure_skip_tls_verify=insecure_skip_tls_verify,
+                                     disable_compression=disable_compression)
         return cls(conn, settings, on_request, on_rate_limit, on_retry)
 
     def sibling(self, settings: ClientSettings, on_request: RequestHook | None = None,

@@ -16,7 +16,10 @@ Lookup order: an explicit path, else ``$KUBECONFIG``, else in-cluster, else ``~/
 The proxy, if any, is the kubeconfig cluster's ``proxy-url`` or the environment's, chosen as
 client-go chooses it (:mod:`slicectl.kube.proxy`); a ``proxy-url`` client-go would refuse is a
 :class:`ConfigError`. A kubeconfig user's impersonation (``as`` ...) becomes headers on every
-request (:mod:`slicectl.kube.impersonation`).
+request (:mod:`slicectl.kube.impersonation`). An exec plugin runs as client-go runs it,
+``provideClusterInfo`` and ``interactiveMode`` included (:mod:`slicectl.kube.exec_credential`).
+Answers are asked for gzip-encoded, as client-go asks, unless the cluster says
+``disable-compression: true`` (or ``--disable-compression``).
 Credentials are never logged and never appear in a repr; :meth:`Connection.redact` removes them
 from any text built from a server's answer.
 
@@ -41,6 +44,8 @@ from typing import Any
 
 import structlog
 
+from slicectl.kube.exec_credential import ExecPluginError, Plugin, cluster_info
+from slicectl.kube.exec_credential import run as run_plugin
 from slicectl.kube.impersonation import ImpersonationError
 from slicectl.kube.impersonation import headers as impersonation_headers
 from slicectl.kube.kubeconfig_import import kube_config_api
@@ -127,7 +132,7 @@ class Connection:
 
     def __init__(
         self, configuration: Any, loader: Any, in_cluster: bool,
-        insecure_skip_tls_verify: bool = False,
+        insecure_skip_tls_verify: bool = False, disable_compression: bool = False,
     ) -> None:
         self._cfg = configuration  # kubernetes_asyncio Configuration; holds the credential
         self._loader = loader
@@ -140,6 +145,9 @@ class Connection:
         self.server_hostname: str | None = getattr(configuration, "tls_server_name", None)
         self.proxy = _proxy(getattr(configuration, "proxy", None), self.host)
         self.impersonation = [] if in_cluster else _impersonation(loader)
+        # whether answers may come gzip-encoded (client-go's default); a cluster's
+        # ``disable-compression: true`` or ``--disable-compression`` asks for them as they are
+        self.compression = not disable_compression
         if insecure_skip_tls_verify:
             configuration.verify_ssl = False
             _log.warning("TLS verification of the API server is disabled "
@@ -255,27 +263,73 @@ class Connection:
 
 async def load_connection(
     kubeconfig: str | None = None, context: str | None = None, *,
-    insecure_skip_tls_verify: bool = False,
+    insecure_skip_tls_verify: bool = False, disable_compression: bool = False,
 ) -> Connection:
     """Load the configuration in kubectl's order (see the module docstring)."""
     path = kubeconfig or os.environ.get("KUBECONFIG")
     if not path and os.environ.get("KUBERNETES_SERVICE_HOST"):
         account = ServiceAccount(os.environ, _IN_CLUSTER_TOKEN, _IN_CLUSTER_CA)
         return Connection(account, account, in_cluster=True,
-                          insecure_skip_tls_verify=insecure_skip_tls_verify)
+                          insecure_skip_tls_verify=insecure_skip_tls_verify,
+                          disable_compression=disable_compression)
     path = _kubeconfig_path(path)
-    configuration, config_exception, load_kube_config = kube_config_api()
+    configuration, config_exception, kube_config = kube_config_api()
     cfg = configuration()
     try:
-        loader = await load_kube_config(
-            config_file=path, context=context, client_configuration=cfg, persist_config=False
-        )
+        loader = kube_config.KubeConfigLoader(
+            config_dict=kube_config.KubeConfigMerger(path).config, config_base_path=None,
+            active_context=context)
+        cluster = loader._cluster.value
+        disable_compression = disable_compression or cluster.get("disable-compression") is True
+        _exec_plugin_as_client_go(loader, kube_config.FileOrData, insecure=(
+            insecure_skip_tls_verify or cluster.get("insecure-skip-tls-verify") is True),
+            disable_compression=disable_compression)
+        await loader.load_and_set(cfg)
     except Exception as exc:  # not YAML, a list where a map belongs ...: one clear error
-        detail = str(exc) if isinstance(exc, (config_exception, OSError)) else (
+        detail = str(exc) if isinstance(exc, (config_exception, ExecPluginError, OSError)) else (
             f"{type(exc).__name__}: {exc}")
         raise ConfigError(f"kubeconfig {path}: {detail}") from exc
     return Connection(cfg, loader, in_cluster=False,
-                      insecure_skip_tls_verify=insecure_skip_tls_verify)
+                      insecure_skip_tls_verify=insecure_skip_tls_verify,
+                      disable_compression=disable_compression)
+
+
+def _exec_plugin_as_client_go(loader: Any, file_or_data: Any, *, insecure: bool,
+                              disable_compression: bool) -> None:
+    """Run the kubeconfig user's exec plugin, if it has one, as client-go runs it
+    (:mod:`slicectl.kube.exec_credential`) in place of kubernetes-asyncio's runner, which
+    provides no cluster info, passes the controller's standard input and takes any version."""
+    user, cluster = loader._user, loader._cluster
+    config = user.safe_get("exec") if user is not None else None
+    if not isinstance(config, dict):
+        return
+    plugin = Plugin.parse(config, str(loader._current_context["context"].safe_get("user")),
+                          _base_dir(user.path))
+    info = cluster_info(cluster.value, _base_dir(cluster.path), insecure=insecure,
+                        disable_compression=disable_compression) if (
+        plugin.provide_cluster_info) else None
+
+    async def load_from_exec_plugin() -> bool:
+        credential = await run_plugin(plugin, info)
+        if credential.expires is not None:
+            loader.exec_plugin_expiry = credential.expires
+        elif hasattr(loader, "exec_plugin_expiry"):
+            del loader.exec_plugin_expiry
+        if credential.token:
+            loader.token = f"Bearer {credential.token}"
+        if credential.certificate:  # to files named after their content, as the loader does
+            pair = {"certificate": credential.certificate, "key": credential.key}
+            loader.cert_file, loader.key_file = (
+                file_or_data(pair, None, data_key_name=name, base64_file_content=False).as_file()
+                for name in ("certificate", "key"))
+        return True
+
+    loader.load_from_exec_plugin = load_from_exec_plugin
+
+
+def _base_dir(kubeconfig_file: str | None) -> str:
+    """The directory a kubeconfig's relative paths are in."""
+    return os.path.dirname(os.path.abspath(kubeconfig_file)) if kubeconfig_file else os.getcwd()
 
 
 def _proxy(configured: str | None, host: str) -> Proxy | None:

@@ -55,7 +55,8 @@ class _ApiClientOnDemand:
 
 
 def kube_config_api() -> tuple[Any, type[Exception], Any]:
-    """``(Configuration, ConfigException, load_kube_config)`` from kubernetes-asyncio."""
+    """``(Configuration, ConfigException, kube_config)`` from kubernetes-asyncio: its settings
+    class, its error, and the module of its kubeconfig loader."""
     if "kubernetes_asyncio" not in sys.modules:
         try:
             _register_deferred_packages()
@@ -65,7 +66,7 @@ def kube_config_api() -> tuple[Any, type[Exception], Any]:
     configuration = importlib.import_module("kubernetes_asyncio.client.configuration")
     exception = importlib.import_module("kubernetes_asyncio.config.config_exception")
     kube_config = importlib.import_module("kubernetes_asyncio.config.kube_config")
-    return configuration.Configuration, exception.ConfigException, kube_config.load_kube_config
+    return configuration.Configuration, exception.ConfigException, kube_config
 
 
 def _register_deferred_packages() -> None:

@@ -16,6 +16,11 @@ caller for itself (a 409, a 404) instead of the lost write: the break is raised 
 once, as Go's transport replays one on a reused connection). :func:`broke_before_answer` tells
 the client which breaks it resends a GET after, as client-go does.
 
+Answers are asked for as Go's transport asks: ``Accept-Encoding: gzip`` (a real server
+compresses those over 128 KiB: a large LIST), or no Accept-Encoding at all when the connection
+disables compression (the kubeconfig's ``disable-compression``), where aiohttp would otherwise
+offer gzip and deflate (and br, zstd, with their packages installed) on its own.
+
 A proxy (:mod:`slicectl.kube.proxy`) is an argument of each request for an HTTP(S) proxy, as
 aiohttp takes them, and the session's connector for a SOCKS5 one (:mod:`slicectl.kube.socks`).
 """
@@ -112,7 +117,9 @@ class Transport:
             connector = Socks5Connector(proxy, limit=0, ssl=self._conn.ssl)
         else:
             connector = aiohttp.TCPConnector(limit=0, ssl=self._conn.ssl)
+        headers = CIMultiDict([("User-Agent", self._user_agent), *self._conn.impersonation])
+        if self._conn.compression:
+            headers["Accept-Encoding"] = "gzip"
         return aiohttp.ClientSession(
-            connector=connector,
-            headers=CIMultiDict([("User-Agent", self._user_agent), *self._conn.impersonation]),
-            middlewares=(_writes_sent_once,))
+            connector=connector, headers=headers, middlewares=(_writes_sent_once,),
+            skip_auto_headers=() if self._conn.compression else ("Accept-Encoding",))

@@ -25,7 +25,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from slicectl.sim import discovery, errors
+from slicectl.sim import compression, discovery, errors
 from slicectl.sim.auth import authorized, impersonated, new_token, write_kubeconfig
 from slicectl.sim.bodies import MAX_REQUEST_BODY_BYTES
 from slicectl.sim.faults import Faults
@@ -183,6 +183,7 @@ class EmbeddedApiServer:
                 await self._echoes_first(self.store.rv)
         except errors.ApiError as exc:
             response = _error(exc)
+        response = compression.encoded(request, response)
         self._count(info, response.status)
         return await self.faults.after_request(request, info, response,
                                                int(peer[1]) if peer else 0)

@@ -62,8 +62,8 @@ def user_kubeconfig(kubeconfig: str, user: dict[str, Any], path: Path) -> str:
     return str(path)
 
 
-def with_cluster(source: str, path: Path, values: dict[str, str],
-                 defaults: dict[str, str] | None = None) -> str:
+def with_cluster(source: str, path: Path, values: dict[str, Any],
+                 defaults: dict[str, Any] | None = None) -> str:
     """``source`` written to ``path`` (0600) with its current context's cluster fields
     ``values`` set, and ``defaults`` set where the cluster has none."""
     doc = yaml.safe_load(Path(source).read_text())
@@ -88,12 +88,19 @@ def token_of(kubeconfig: str) -> str | None:
     return str(token) if token else None
 
 
-def server_ca_and_address(kubeconfig: str) -> tuple[bytes | None, str, int]:
-    """The current context's CA certificate (PEM, None if absent), host and port."""
+def current_cluster(kubeconfig: str) -> dict[str, Any]:
+    """The current context's cluster entry (``server``, CA, ...), as the kubeconfig has it."""
     doc = yaml.safe_load(Path(kubeconfig).read_text())
     current = doc.get("current-context") or doc["contexts"][0]["name"]
     context = next(c["context"] for c in doc["contexts"] if c["name"] == current)
-    cluster = next(c["cluster"] for c in doc["clusters"] if c["name"] == context["cluster"])
+    cluster: dict[str, Any] = next(
+        c["cluster"] for c in doc["clusters"] if c["name"] == context["cluster"])
+    return cluster
+
+
+def server_ca_and_address(kubeconfig: str) -> tuple[bytes | None, str, int]:
+    """The current context's CA certificate (PEM, None if absent), host and port."""
+    cluster = current_cluster(kubeconfig)
     ca: bytes | None = None
     if cluster.get("certificate-authority-data"):
         ca = base64.b64decode(cluster["certificate-authority-data"])

@@ -2,6 +2,8 @@
 ``kubelogin``): run once, reused while they are valid, renewed once they expire or the server
 refuses them, by one plugin run however many requests are waiting, as client-go does.
 
+A plugin with ``provideClusterInfo`` mints its credential for the cluster it is handed.
+
 A kubeconfig ``tokenFile`` is read again after a 401, so a rotated file is picked up.
 
 The plugin here is a small Python script that hands out the tokens of a file in turn, with an
@@ -21,7 +23,12 @@ from slicectl.kube.client import KubeClient
 from slicectl.kube.config import ConfigError
 from slicectl.kube.resources import PODS
 from tests.integration.conftest import Cluster
-from tests.integration.credentials import user_kubeconfig, valid_token
+from tests.integration.credentials import (
+    current_cluster,
+    user_kubeconfig,
+    valid_token,
+    with_cluster,
+)
 
 PLUGIN = """\
 import datetime, json, os, sys
@@ -163,3 +170,44 @@ async def test_a_watch_refused_renews_the_credential_for_the_next_watch(
                                     timeout_seconds=1):
             pass  # the namespace has no pods: the watch ends after a second, authorized
     assert plugin.runs == 2
+
+
+CLUSTER_PLUGIN = """\
+import json, os, sys
+cluster = json.loads(os.environ["KUBERNETES_EXEC_INFO"])["spec"].get("cluster")
+if cluster is None:
+    sys.exit("no cluster info: which cluster is the token for?")
+if (cluster["server"], cluster.get("config")) != (os.environ["SERVER"], {"audience": "test"}):
+    sys.exit(f"not a cluster of ours: {cluster}")
+print(json.dumps({"apiVersion": "client.authentication.k8s.io/v1beta1", "kind": "ExecCredential",
+                  "status": {"token": os.environ["TOKEN"]}}))
+"""
+
+
+async def test_a_plugin_that_asks_for_the_cluster_is_handed_it(
+    api: Cluster, tmp_path: Path
+) -> None:
+    """``provideClusterInfo: true``: the plugin reads the server and the cluster's
+    ``client.authentication.k8s.io/exec`` extension from ``KUBERNETES_EXEC_INFO`` (an
+    identity provider serving several clusters picks the audience from it). Without the flag it
+    is handed no cluster, and its refusal is the error."""
+    script = tmp_path / "plugin.py"
+    script.write_text(CLUSTER_PLUGIN)
+    host = current_cluster(api.kubeconfig)["server"]
+    exec_user = {"apiVersion": "client.authentication.k8s.io/v1beta1",
+                 "command": sys.executable, "args": [str(script)],
+                 "env": [{"name": "SERVER", "value": host},
+                         {"name": "TOKEN", "value": await valid_token(api)}]}
+    extension = [{"name": "client.authentication.k8s.io/exec",
+                  "extension": {"audience": "test"}}]
+    kubeconfig = with_cluster(user_kubeconfig(api.kubeconfig, {"exec": {
+        **exec_user, "provideClusterInfo": True}}, tmp_path / "kc"), tmp_path / "kc",
+        {"extensions": extension})
+    async with await KubeClient.connect(kubeconfig) as client:
+        await client.list(PODS, api.namespace)
+
+    kubeconfig = with_cluster(user_kubeconfig(api.kubeconfig, {"exec": exec_user},
+                                              tmp_path / "kc2"), tmp_path / "kc2",
+                              {"extensions": extension})
+    with pytest.raises(ConfigError, match="no cluster info: which cluster is the token for"):
+        await KubeClient.connect(kubeconfig)

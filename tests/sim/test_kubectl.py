@@ -255,3 +255,15 @@ async def test_get_pods_wide_has_the_real_columns(kubectl: Kubectl) -> None:
     assert [c.strip() for c in header.split("   ") if c.strip()][5:] == [
         "IP", "NODE", "NOMINATED NODE", "READINESS GATES"]
     assert row.split()[5:] == ["<none>"] * 4
+
+
+async def test_a_list_the_server_gzips_reads_as_any_other(kubectl: Kubectl) -> None:
+    """kubectl asks for gzip (as client-go does): three pods of 60 KB make a LIST over the
+    threshold, which the server then encodes (``tests/sim/test_compression.py``)."""
+    for i in range(3):
+        manifest = {"apiVersion": "v1", "kind": "Pod",
+                    "metadata": {"name": f"big-{i}", "annotations": {"ballast": "x" * 60_000}},
+                    "spec": {"containers": [{"name": "c", "image": "nginx"}]}}
+        await kubectl.run("create", "-f", "-", stdin=json.dumps(manifest))
+    listed = await kubectl.json("get", "pods", "-n", "default")
+    assert [p["metadata"]["annotations"]["ballast"] for p in listed["items"]] == ["x" * 60_000] * 3
