@@ -91,8 +91,7 @@ def configure(p: argparse.ArgumentParser) -> None:
       help="do not verify the API server's TLS certificate (insecure: logs a warning)")
     a("--disable-compression", action="store_true",
       help="ask the API server for answers as they are, not gzip-encoded (as a kubeconfig "
-           "cluster's disable-compression: true): less server CPU for large LISTs on a fast "
-           "network, more bytes on it")
+           "cluster's disable-compression: true, or kubectl's flag of that name)")
     a("--watch-inactivity-timeout", metavar="DURATION", type=positive_duration,
       default=2 * BOOKMARK_INTERVAL,
       help="reopen a watch that received nothing (not even a bookmark) for this long; "

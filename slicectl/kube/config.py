@@ -13,6 +13,7 @@ refused, one renewal for all the requests waiting on it. The data path never tou
 kubernetes-asyncio's models.
 
 Lookup order: an explicit path, else ``$KUBECONFIG``, else in-cluster, else ``~/.kube/config``.
+A list of files is merged as kubectl merges it (:mod:`slicectl.kube.kubeconfig_merge`).
 The proxy, if any, is the kubeconfig cluster's ``proxy-url`` or the environment's, chosen as
 client-go chooses it (:mod:`slicectl.kube.proxy`); a ``proxy-url`` client-go would refuse is a
 :class:`ConfigError`. A kubeconfig user's impersonation (``as`` ...) becomes headers on every
@@ -49,6 +50,7 @@ from slicectl.kube.exec_credential import run as run_plugin
 from slicectl.kube.impersonation import ImpersonationError
 from slicectl.kube.impersonation import headers as impersonation_headers
 from slicectl.kube.kubeconfig_import import kube_config_api
+from slicectl.kube.kubeconfig_merge import KubeconfigError, merged
 from slicectl.kube.proxy import Proxy, ProxyError
 from slicectl.kube.proxy import choose as choose_proxy
 
@@ -277,7 +279,7 @@ async def load_connection(
     cfg = configuration()
     try:
         loader = kube_config.KubeConfigLoader(
-            config_dict=kube_config.KubeConfigMerger(path).config, config_base_path=None,
+            config_dict=merged(path, kube_config.ConfigNode), config_base_path=None,
             active_context=context)
         cluster = loader._cluster.value
         disable_compression = disable_compression or cluster.get("disable-compression") is True
@@ -286,8 +288,8 @@ async def load_connection(
             disable_compression=disable_compression)
         await loader.load_and_set(cfg)
     except Exception as exc:  # not YAML, a list where a map belongs ...: one clear error
-        detail = str(exc) if isinstance(exc, (config_exception, ExecPluginError, OSError)) else (
-            f"{type(exc).__name__}: {exc}")
+        known = (config_exception, ExecPluginError, KubeconfigError, OSError)
+        detail = str(exc) if isinstance(exc, known) else f"{type(exc).__name__}: {exc}"
         raise ConfigError(f"kubeconfig {path}: {detail}") from exc
     return Connection(cfg, loader, in_cluster=False,
                       insecure_skip_tls_verify=insecure_skip_tls_verify,
