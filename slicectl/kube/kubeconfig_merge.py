@@ -1,67 +1,179 @@
-"""A ``$KUBECONFIG`` list of files merged into one kubeconfig as kubectl merges them.
+"""A ``$KUBECONFIG`` list of files read and merged into one kubeconfig as kubectl reads them.
 
-kubernetes-asyncio's merger keeps the *last* file's ``current-context``, where client-go keeps
-the first file's that sets one. With ``KUBECONFIG=a:b``, kubectl talked to ``a``'s cluster and
-slicectl to ``b``'s; and as clusters, users and contexts are taken from the first file that
-names them, a context named by ``b`` could resolve to a cluster of ``a``'s of the same name: a
-controller writing where nobody pointed it. An empty file (``touch ~/.kube/config``) was an
-error too, where kubectl reads it as an empty kubeconfig.
+kubernetes-asyncio's merger kept the *last* file's ``current-context``, where client-go keeps
+the first file's that sets one: with ``KUBECONFIG=a:b``, kubectl talked to ``a``'s cluster and
+slicectl to ``b``'s, and as entries come from the first file naming them, a context of ``b``'s
+could resolve to a cluster of ``a``'s of the same name. It also read a field of the wrong type
+as whatever Python made of it: ``insecure-skip-tls-verify: "false"`` (a string) turned
+verification *off*, where kubectl refuses the file.
 
-The rules (client-go's ``ClientConfigLoadingRules.Load``, and the kubeconfig documentation's
-"Merging kubeconfig files"): empty names in the list are ignored, and so are files that do not
-exist (the caller checks that one does); a file that is not a YAML map, or whose sections are
-not lists of maps, is an error naming it;
-an entry of ``clusters``, ``users`` or ``contexts`` comes from the first file that names it;
-``current-context`` is the first one set to something. Each entry keeps the path of the file
-it came from, as its relative paths (certificates, a plugin's command) are that file's.
+The rules (client-go's ``ClientConfigLoadingRules.Load`` and its strict decoding, and the
+kubeconfig documentation's "Merging kubeconfig files"):
+
+- empty names in the list are ignored, and so are files that do not exist (the caller checks
+  that one does); an empty file is an empty kubeconfig;
+- every file is decoded whole, each known field with its Go type (a string, a bool, base64 data,
+  a list); a value of the wrong type anywhere, or a name twice in one file, is an error naming
+  the file, as kubectl refuses such a file; a ``null`` is the zero value, as Go decodes it, and
+  an entry without a name is never used;
+- an entry of ``clusters``, ``users`` or ``contexts`` comes from the first file that names it,
+  and ``current-context`` is the first one set to something.
+
+Each entry keeps the directory of the file it came from: its relative paths (certificates, a
+token file, a plugin's command) are that file's.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import os
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
-SECTIONS = ("clusters", "contexts", "users")
+SECTIONS = {"clusters": "cluster", "users": "user", "contexts": "context"}
 
-# kubernetes-asyncio's ConfigNode(name, value, path): how each entry remembers its file
-Node = Callable[[str, Any, str], Any]
+
+def _string(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _bool(value: Any) -> bool:
+    return isinstance(value, bool)
+
+
+def _base64(value: Any) -> bool:
+    if not isinstance(value, str):
+        return False
+    try:  # Go's StdEncoding: padded, line breaks skipped
+        base64.b64decode(value.replace("\n", "").replace("\r", ""), validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return True
+
+
+def _list(value: Any) -> bool:
+    return isinstance(value, list)
+
+
+def _strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _map(value: Any) -> bool:
+    return isinstance(value, dict)
+
+
+def _string_lists(value: Any) -> bool:
+    return isinstance(value, dict) and all(_strings(v) or v is None for v in value.values())
+
+
+# The Go type of each known field (clientcmd/api/v1 types), by entry kind: (check, type name).
+_Check = tuple[Callable[[Any], bool], str]
+FIELDS: dict[str, dict[str, _Check]] = {
+    "cluster": {
+        "server": (_string, "string"), "tls-server-name": (_string, "string"),
+        "insecure-skip-tls-verify": (_bool, "bool"),
+        "certificate-authority": (_string, "string"),
+        "certificate-authority-data": (_base64, "base64 data"),
+        "proxy-url": (_string, "string"), "disable-compression": (_bool, "bool"),
+        "extensions": (_list, "list"),
+    },
+    "user": {
+        "client-certificate": (_string, "string"),
+        "client-certificate-data": (_base64, "base64 data"),
+        "client-key": (_string, "string"), "client-key-data": (_base64, "base64 data"),
+        "token": (_string, "string"), "tokenFile": (_string, "string"),
+        "as": (_string, "string"), "as-uid": (_string, "string"),
+        "as-groups": (_strings, "list of strings"),
+        "as-user-extra": (_string_lists, "map of string lists"),
+        "username": (_string, "string"), "password": (_string, "string"),
+        "auth-provider": (_map, "map"), "exec": (_map, "map"), "extensions": (_list, "list"),
+    },
+    "context": {
+        "cluster": (_string, "string"), "user": (_string, "string"),
+        "namespace": (_string, "string"), "extensions": (_list, "list"),
+    },
+}
 
 
 class KubeconfigError(Exception):
-    """A file of the list cannot be read as a kubeconfig."""
+    """A kubeconfig kubectl would refuse, or that cannot be read."""
 
 
-def merged(kubeconfig: str, node: Node) -> Any:
-    """The files of ``kubeconfig`` (one path, or a list as ``$KUBECONFIG`` has it) merged,
-    as ``node(path, value, path)`` with every entry a ``node`` of its own file."""
-    merged_doc: dict[str, Any] = {section: [] for section in SECTIONS}
-    seen: dict[str, set[str]] = {section: set() for section in SECTIONS}
-    first = ""
+@dataclass(frozen=True)
+class Entry:
+    """A cluster, user or context: its fields (``null`` ones left out) and its file's
+    directory."""
+
+    name: str
+    fields: dict[str, Any]
+    directory: str
+
+
+@dataclass
+class Kubeconfig:
+    """The merged kubeconfig: entries by kind (``cluster``, ``user``, ``context``) and name."""
+
+    entries: dict[str, dict[str, Entry]] = field(
+        default_factory=lambda: {kind: {} for kind in SECTIONS.values()})
+    current_context: str = ""
+    files: list[str] = field(default_factory=list)
+
+
+def merged(kubeconfig: str) -> Kubeconfig:
+    """The files of ``kubeconfig`` (one path, or a list as ``$KUBECONFIG`` has it), merged."""
+    out = Kubeconfig()
     for listed in kubeconfig.split(os.pathsep):
         path = os.path.expanduser(listed)
         if not listed or not os.path.exists(path):
             continue
-        first = first or path
+        out.files.append(path)
         doc = _read(path)
-        for section in SECTIONS:
-            entries = doc.get(section)
-            if entries is None:
-                continue
-            if not isinstance(entries, list):
-                raise KubeconfigError(f"{path}: {section} must be a list")
-            for entry in entries:
-                if not isinstance(entry, dict):
-                    raise KubeconfigError(f"{path}: an entry of {section} is not a map")
-                name = entry.get("name") or ""  # kubectl keeps it under "": nothing names that
-                if name and name not in seen[section]:
-                    seen[section].add(name)
-                    merged_doc[section].append(node(f"{path}/{section}/{name}", entry, path))
-        if not merged_doc.get("current-context") and doc.get("current-context"):
-            merged_doc["current-context"] = doc["current-context"]
-    return node(first, merged_doc, first)
+        directory = os.path.dirname(os.path.abspath(path))
+        for section, kind in SECTIONS.items():
+            for entry in _entries(doc, section, kind, path, directory):
+                out.entries[kind].setdefault(entry.name, entry)
+        current = doc.get("current-context")
+        if current is not None and not isinstance(current, str):
+            raise KubeconfigError(f"{path}: current-context must be a string")
+        if not out.current_context and current:
+            out.current_context = current
+    return out
+
+
+def _entries(doc: dict[str, Any], section: str, kind: str, path: str,
+             directory: str) -> list[Entry]:
+    listed = doc.get(section)
+    if listed is None:
+        return []
+    if not isinstance(listed, list):
+        raise KubeconfigError(f"{path}: {section} must be a list")
+    entries: dict[str, Entry] = {}
+    for item in listed:
+        if not isinstance(item, dict):
+            raise KubeconfigError(f"{path}: an entry of {section} is not a map")
+        name = item.get("name")
+        if name is not None and not isinstance(name, str):
+            raise KubeconfigError(f"{path}: a name in {section} must be a string")
+        if not name:  # kubectl files it under "", which no context can name: unused
+            continue
+        if name in entries:
+            raise KubeconfigError(f'{path}: duplicate name "{name}" in {section}')
+        body = item.get(kind)
+        if body is not None and not isinstance(body, dict):
+            raise KubeconfigError(f"{path}: {kind} {name!r} is not a map")
+        fields = {k: v for k, v in (body or {}).items() if v is not None}
+        for key, value in fields.items():
+            check = FIELDS[kind].get(key)
+            if check is not None and not check[0](value):
+                raise KubeconfigError(f"{path}: {kind} {name!r}: {key} must be a {check[1]} "
+                                      f"(kubectl refuses this file too)")
+        entries[name] = Entry(name, fields, directory)
+    return list(entries.values())
 
 
 def _read(path: str) -> dict[str, Any]:

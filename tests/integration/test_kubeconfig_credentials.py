@@ -211,3 +211,21 @@ async def test_a_plugin_that_asks_for_the_cluster_is_handed_it(
                               {"extensions": extension})
     with pytest.raises(ConfigError, match="no cluster info: which cluster is the token for"):
         await KubeClient.connect(kubeconfig)
+
+
+async def test_a_token_file_wins_over_a_stale_token_and_is_read_trimmed(
+    api: Cluster, tmp_path: Path
+) -> None:
+    """client-go sends the ``tokenFile``'s token, whitespace trimmed, where kubernetes-asyncio
+    sent the inline ``token`` and never read the file, and sent a file's trailing newline into
+    the header (every request then failed before it left)."""
+    token_file = tmp_path / "token"
+    token_file.write_text(await valid_token(api) + "\n")
+    kubeconfig = user_kubeconfig(api.kubeconfig, {"token": "a-revoked-token",
+                                                  "tokenFile": str(token_file)}, tmp_path / "kc")
+    statuses: list[int] = []
+    async with await KubeClient.connect(
+        kubeconfig, on_request=lambda v, r, s, t: statuses.append(s)
+    ) as client:
+        await client.list(PODS, api.namespace)
+    assert statuses == [200]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from slicectl.kube import config
+from slicectl.kube import config, static_credentials
 from slicectl.kube.config import ConfigError, Connection, ServiceAccount
 from slicectl.sim.tls import make_certificates
 
@@ -65,7 +65,7 @@ async def test_the_token_is_reread_after_a_minute_and_a_failed_reread_keeps_the_
     account = ServiceAccount(ENV, str(token), str(ca))
     token.write_text("rotated-token")
     assert await account.get_api_key_with_prefix("BearerToken") == "Bearer first-token"
-    monkeypatch.setattr(config, "_TOKEN_REREAD", 0.0)  # the minute has passed
+    monkeypatch.setattr(static_credentials, "REREAD_AFTER", 0.0)  # the minute has passed
     assert await account.get_api_key_with_prefix("BearerToken") == "Bearer rotated-token"
     token.unlink()  # a remount in progress: keep serving the last token
     assert await account.get_api_key_with_prefix("BearerToken") == "Bearer rotated-token"
@@ -95,7 +95,7 @@ async def test_rotated_tokens_are_not_remembered_for_ever(
     token, ca = mounted
     account = ServiceAccount(ENV, str(token), str(ca))
     conn = Connection(account, account, in_cluster=True)
-    monkeypatch.setattr(config, "_TOKEN_REREAD", 0.0)
+    monkeypatch.setattr(static_credentials, "REREAD_AFTER", 0.0)
     for i in range(1000):
         token.write_text(f"token-{i:04d}")
         assert await conn.authorization() == f"Bearer token-{i:04d}"

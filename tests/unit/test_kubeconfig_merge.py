@@ -84,7 +84,9 @@ async def test_missing_and_empty_names_are_skipped_and_a_bad_file_named(
     assert (await load_connection(listed)).host == "https://a.example:6443"
     bad = tmp_path / "bad"
     for text, said in (("- a list\n", "not a kubeconfig"), ("clusters: {}\n", "must be a list"),
-                       ("users: [a-user]\n", "not a map"), ("a: [\n", "while parsing")):
+                       ("users: [a-user]\n", "not a map"),
+                       ("clusters: [{name: c}, {name: c}]\n", 'duplicate name "c"'),
+                       ("a: [\n", "while parsing")):
         bad.write_text(text)
         with pytest.raises(ConfigError, match=f"{bad}: .*{said}"):
             await load_connection(os.pathsep.join([str(bad), files["a"]]))
