@@ -76,20 +76,17 @@ class Plugin:
     def parse(cls, config: Mapping[str, Any], user: str, base_dir: str) -> Plugin:
         command = config.get("command")
         if not isinstance(command, str) or not command:
-            raise ExecPluginError(f"command must be specified for {user} to use exec "
-                                  "authentication plugin")
+            raise _unspecified("command", user)
         api_version = config.get("apiVersion")
         if not api_version:
-            raise ExecPluginError(f"apiVersion must be specified for {user} to use exec "
-                                  "authentication plugin")
+            raise _unspecified("apiVersion", user)
         if api_version not in API_VERSIONS:
             raise ExecPluginError(f'exec plugin: invalid apiVersion "{api_version}" for {user} '
                                   f"(one of {', '.join(API_VERSIONS)})")
         mode = config.get("interactiveMode") or (
             "IfAvailable" if api_version.endswith("/v1beta1") else "")
         if not mode:
-            raise ExecPluginError(f"interactiveMode must be specified for {user} to use exec "
-                                  "authentication plugin")
+            raise _unspecified("interactiveMode", user)
         if mode not in _MODES:
             raise ExecPluginError(f'invalid interactiveMode for {user}: "{mode}" '
                                   f"(one of {', '.join(_MODES)})")
@@ -100,8 +97,7 @@ class Plugin:
         for item in config.get("env") or []:
             name = item.get("name") if isinstance(item, Mapping) else None
             if not name:
-                raise ExecPluginError(f"env variable name must be specified for {user} to use "
-                                      "exec authentication plugin")
+                raise _unspecified("env variable name", user)
             env.append((str(name), str(item.get("value") or "")))
         if os.sep in command and not os.path.isabs(command):
             command = os.path.normpath(os.path.join(base_dir, command))
@@ -115,6 +111,11 @@ class Plugin:
             raise ExecPluginError("exec plugin cannot support interactive mode: standard input "
                                   "is not a terminal")
         return self.interactive_mode != "Never" and terminal
+
+
+def _unspecified(what: str, user: str) -> ExecPluginError:
+    return ExecPluginError(f"{what} must be specified for {user} to use exec authentication "
+                           "plugin")
 
 
 def cluster_info(cluster: Mapping[str, Any], base_dir: str, *, insecure: bool,
