@@ -145,8 +145,11 @@ def _exec_plugin_as_client_go(loader: Any, file_or_data: Any, chosen: Resolved, 
     if not isinstance(config, dict):
         return
     plugin = Plugin.parse(config, chosen.user_name, chosen.user_directory)
-    info = cluster_info({**chosen.cluster, "server": chosen.server}, chosen.cluster_directory,
-                        insecure=insecure, disable_compression=disable_compression) if (
+    cluster = {**chosen.cluster, "server": chosen.server}
+    if insecure:  # kubectl's --insecure-skip-tls-verify clears the CA, so the plugin gets none
+        cluster = {k: v for k, v in cluster.items() if not k.startswith("certificate-authority")}
+    info = cluster_info(cluster, chosen.cluster_directory, insecure=insecure,
+                        disable_compression=disable_compression) if (
         plugin.provide_cluster_info) else None
 
     async def load_from_exec_plugin() -> bool:

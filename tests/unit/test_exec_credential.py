@@ -226,3 +226,18 @@ async def test_a_kubeconfig_plugin_with_cluster_info_sees_the_kubeconfig_s_clust
     user["exec"]["interactiveMode"] = "Sometimes"
     with pytest.raises(ConfigError, match=r'kubeconfig .*: invalid interactiveMode for u'):
         await load_connection(one_context(tmp_path, "https://api.example:6443", user))
+
+
+async def test_with_insecure_skip_tls_verify_the_plugin_gets_no_ca(tmp_path: Path) -> None:
+    """kubectl's ``--insecure-skip-tls-verify`` clears the cluster's CA: the plugin is told
+    the connection is insecure, and gets no CA that is not used."""
+    _, seen = _plugin(tmp_path)
+    user = {"exec": {"apiVersion": V1, "command": sys.executable, "interactiveMode": "Never",
+                     "args": [str(tmp_path / "plugin.py")], "provideClusterInfo": True,
+                     "env": [{"name": "PLUGIN_SEEN", "value": str(seen)},
+                             {"name": "PLUGIN_VERSION", "value": V1}]}}
+    path = one_context(tmp_path, "https://api.example:6443", user,
+                       certificate_authority_data="QUJD")
+    await load_connection(path, insecure_skip_tls_verify=True)
+    assert json.loads(seen.read_text())["info"]["spec"]["cluster"] == {
+        "server": "https://api.example:6443", "insecure-skip-tls-verify": True}
