@@ -30,7 +30,6 @@ import asyncio
 import base64
 import json
 import os
-import shutil
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -168,8 +167,6 @@ async def run(plugin: Plugin, cluster: dict[str, Any] | None) -> Credential:
         spec["cluster"] = cluster
     env = {**os.environ, **dict(plugin.env), "KUBERNETES_EXEC_INFO": json.dumps(
         {"kind": "ExecCredential", "apiVersion": plugin.api_version, "spec": spec})}
-    if os.sep not in plugin.command and shutil.which(plugin.command, path=env.get("PATH")) is None:
-        raise _not_found(plugin)
     try:
         proc = await asyncio.create_subprocess_exec(
             plugin.command, *plugin.args, env=env,

@@ -121,7 +121,6 @@ class Kubeconfig:
     entries: dict[str, dict[str, Entry]] = field(
         default_factory=lambda: {kind: {} for kind in SECTIONS.values()})
     current_context: str = ""
-    files: list[str] = field(default_factory=list)
 
 
 def merged(kubeconfig: str) -> Kubeconfig:
@@ -131,7 +130,6 @@ def merged(kubeconfig: str) -> Kubeconfig:
         path = os.path.expanduser(listed)
         if not listed or not os.path.exists(path):
             continue
-        out.files.append(path)
         doc = _read(path)
         directory = os.path.dirname(os.path.abspath(path))
         for section, kind in SECTIONS.items():

@@ -59,10 +59,6 @@ class Resolved:
     token_file: str = ""  # read, trimmed, re-read each minute; wins over ``token``
     basic: tuple[str, str] | None = None  # username, password
 
-    @property
-    def plain_http(self) -> bool:
-        return self.server.startswith("http://")
-
 
 def resolve(config: Kubeconfig, context: str | None) -> Resolved:
     """The server and credential of ``context`` (default: the current one), as client-go."""

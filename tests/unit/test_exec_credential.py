@@ -45,15 +45,20 @@ print(json.dumps({"apiVersion": os.environ["PLUGIN_VERSION"], "kind": "ExecCrede
 """
 
 
-def _plugin(tmp_path: Path, **config: Any) -> tuple[Plugin, Path]:
+def _exec(tmp_path: Path, **config: Any) -> tuple[dict[str, Any], Path]:
+    """A kubeconfig ``exec`` running SCRIPT (``config`` added), and the file it writes."""
     script = tmp_path / "plugin.py"
     script.write_text(SCRIPT)
     seen = tmp_path / "seen.json"
     version = config.pop("apiVersion", V1)
     env = [{"name": "PLUGIN_SEEN", "value": str(seen)},
            {"name": "PLUGIN_VERSION", "value": version}, *config.pop("env", [])]
-    spec = {"command": sys.executable, "args": [str(script), "an-arg"], "apiVersion": version,
-            "interactiveMode": "Never", "env": env, **config}
+    return {"command": sys.executable, "args": [str(script), "an-arg"], "apiVersion": version,
+            "interactiveMode": "Never", "env": env, **config}, seen
+
+
+def _plugin(tmp_path: Path, **config: Any) -> tuple[Plugin, Path]:
+    spec, seen = _exec(tmp_path, **config)
     return Plugin.parse(spec, "alice", str(tmp_path)), seen
 
 
@@ -207,13 +212,8 @@ async def test_a_plugin_that_hangs_is_killed_when_its_waiter_is_cancelled(
 async def test_a_kubeconfig_plugin_with_cluster_info_sees_the_kubeconfig_s_cluster(
     tmp_path: Path,
 ) -> None:
-    plugin_dir = tmp_path / "plugin"
-    plugin_dir.mkdir()
-    _, seen = _plugin(plugin_dir)
-    user = {"exec": {"apiVersion": V1, "command": sys.executable, "interactiveMode": "Never",
-                     "args": [str(plugin_dir / "plugin.py")], "provideClusterInfo": True,
-                     "env": [{"name": "PLUGIN_SEEN", "value": str(seen)},
-                             {"name": "PLUGIN_VERSION", "value": V1}]}}
+    spec, seen = _exec(tmp_path, provideClusterInfo=True)
+    user = {"exec": spec}
     path = one_context(tmp_path, "https://api.example:6443", user,
                        proxy_url="http://proxy.example:3128")
     conn = await load_connection(path, disable_compression=True)
@@ -231,12 +231,8 @@ async def test_a_kubeconfig_plugin_with_cluster_info_sees_the_kubeconfig_s_clust
 async def test_with_insecure_skip_tls_verify_the_plugin_gets_no_ca(tmp_path: Path) -> None:
     """kubectl's ``--insecure-skip-tls-verify`` clears the cluster's CA: the plugin is told
     the connection is insecure, and gets no CA that is not used."""
-    _, seen = _plugin(tmp_path)
-    user = {"exec": {"apiVersion": V1, "command": sys.executable, "interactiveMode": "Never",
-                     "args": [str(tmp_path / "plugin.py")], "provideClusterInfo": True,
-                     "env": [{"name": "PLUGIN_SEEN", "value": str(seen)},
-                             {"name": "PLUGIN_VERSION", "value": V1}]}}
-    path = one_context(tmp_path, "https://api.example:6443", user,
+    spec, seen = _exec(tmp_path, provideClusterInfo=True)
+    path = one_context(tmp_path, "https://api.example:6443", {"exec": spec},
                        certificate_authority_data="QUJD")
     await load_connection(path, insecure_skip_tls_verify=True)
     assert json.loads(seen.read_text())["info"]["spec"]["cluster"] == {
