@@ -6,11 +6,12 @@ kubernetes-asyncio is never imported. A kubeconfig is read, merged and resolved 
 resolves it, by slicectl's own rules (:mod:`slicectl.kube.kubeconfig_merge`,
 :mod:`slicectl.kube.kubeconfig_rules`): the server, TLS settings and the one credential
 client-go would use. kubernetes-asyncio's loader is then handed only that context, for what it
-still does (CA and certificate data to files, OIDC refresh), imported without the generated API
+still does (CA and certificate data to files), imported without the generated API
 client it would pull in, about 33 MB of RSS (:mod:`slicectl.kube.kubeconfig_import`). An exec
-plugin runs as client-go runs it (:mod:`slicectl.kube.exec_credential`); a token, token file or
-basic auth is sent by slicectl itself (:mod:`slicectl.kube.static_credentials`). What comes out
-is a :class:`~slicectl.kube.connection.Connection`.
+plugin runs as client-go runs it (:mod:`slicectl.kube.exec_credential`), and so does the
+``oidc`` auth provider (:mod:`slicectl.kube.oidc`); a token, token file or basic auth is sent by
+slicectl itself (:mod:`slicectl.kube.static_credentials`). What comes out is a
+:class:`~slicectl.kube.connection.Connection`.
 
 Lookup order: an explicit path, else ``$KUBECONFIG``, else in-cluster, else ``~/.kube/config``.
 The proxy, if any, is the kubeconfig cluster's ``proxy-url`` or the environment's, chosen as
@@ -36,6 +37,7 @@ from slicectl.kube.impersonation import headers as impersonation_headers
 from slicectl.kube.kubeconfig_import import kube_config_api
 from slicectl.kube.kubeconfig_merge import KubeconfigError, merged
 from slicectl.kube.kubeconfig_rules import Resolved, resolve
+from slicectl.kube.oidc import OidcError, OidcProvider
 from slicectl.kube.static_credentials import StaticCredential, TokenFile, TokenFileError
 
 __all__ = ["REMEMBERED_CREDENTIALS", "ConfigError", "Connection", "ServiceAccount",
@@ -97,6 +99,7 @@ async def load_connection(
     try:
         chosen = resolve(merged(path), context)
         static = _static(chosen)
+        oidc = await _oidc(chosen)
         impersonation = impersonation_headers(chosen.impersonation, chosen.user_name)
         disable_compression = (disable_compression
                                or chosen.cluster.get("disable-compression") is True)
@@ -108,13 +111,13 @@ async def load_connection(
         await loader.load_and_set(cfg)
     except Exception as exc:  # a plugin that failed, a file that is not there ...: one error
         known = (config_exception, ExecPluginError, KubeconfigError, ImpersonationError,
-                 TokenFileError, OSError)
+                 TokenFileError, OidcError, OSError)
         detail = str(exc) if isinstance(exc, known) else f"{type(exc).__name__}: {exc}"
         raise ConfigError(f"kubeconfig {path}: {detail}") from exc
     return Connection(cfg, loader, in_cluster=False,
                       insecure_skip_tls_verify=insecure_skip_tls_verify,
                       disable_compression=disable_compression, static=static,
-                      impersonation=impersonation)
+                      impersonation=impersonation, oidc=oidc)
 
 
 def _static(chosen: Resolved) -> StaticCredential | None:
@@ -123,6 +126,17 @@ def _static(chosen: Resolved) -> StaticCredential | None:
         return None
     token_file = TokenFile(chosen.token_file) if chosen.token_file else None
     return StaticCredential(chosen.token, token_file, chosen.basic)
+
+
+async def _oidc(chosen: Resolved) -> OidcProvider | None:
+    """The user's ``oidc`` provider, its id-token refreshed now if it has none valid: a refresh
+    token that no longer works is a clear error at start, not a 401 later."""
+    if chosen.oidc is None:
+        return None
+    provider = OidcProvider.parse(chosen.oidc, chosen.user_name, chosen.user_file)
+    if provider.needs_refresh():
+        await provider.refresh()
+    return provider
 
 
 def _one_context(chosen: Resolved) -> dict[str, Any]:

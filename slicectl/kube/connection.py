@@ -5,7 +5,8 @@ It decides how the credential behaves at run time, whatever configuration it cam
 (:mod:`slicectl.kube.config`): a static one (token, token file, basic auth) is sent as it is, a
 token file read again each minute; an exec plugin's is renewed at its ``expirationTimestamp``
 (client-go's rule, no margin) or after a 401, by one plugin run for every request waiting on
-it; a renewal that fails keeps the last credential. Credentials are never logged, never in a
+it, and an OIDC id-token 10 seconds before its ``exp`` or after a 401 (:mod:`slicectl.kube.oidc`);
+a renewal that fails keeps the last credential. Credentials are never logged, never in a
 repr, and :meth:`Connection.redact` removes the last few sent from any text built from a
 server's answer. To a plain ``http://`` server no credential is sent (with a warning), and
 disabled TLS verification is always logged: a bearer token sent to an unverified server is a
@@ -22,6 +23,7 @@ from typing import Any
 
 import structlog
 
+from slicectl.kube.oidc import OidcError, OidcProvider
 from slicectl.kube.proxy import Proxy, ProxyError
 from slicectl.kube.proxy import choose as choose_proxy
 from slicectl.kube.static_credentials import StaticCredential
@@ -49,11 +51,12 @@ class Connection:
         self, configuration: Any, loader: Any, in_cluster: bool,
         insecure_skip_tls_verify: bool = False, disable_compression: bool = False, *,
         static: StaticCredential | None = None,
-        impersonation: list[tuple[str, str]] | None = None,
+        impersonation: list[tuple[str, str]] | None = None, oidc: OidcProvider | None = None,
     ) -> None:
         self._cfg = configuration  # kubernetes_asyncio Configuration; holds the credential
         self._loader = loader
         self._static = static  # a kubeconfig user's token, token file or basic auth
+        self._oidc = oidc  # a kubeconfig user's oidc auth provider
         self._in_cluster = in_cluster
         # the last REMEMBERED_CREDENTIALS credentials sent (header, and the bare credential),
         # oldest first, for redact()
@@ -91,11 +94,12 @@ class Connection:
         return f"Connection(host={self.host!r}, in_cluster={self._in_cluster})"
 
     async def authorization(self) -> str | None:
-        """The ``Authorization`` header value, renewed first if an exec credential expired;
-        None for a plain HTTP server (anyone on the path would read it)."""
+        """The ``Authorization`` header value, renewed first if an exec credential expired or an
+        OIDC id-token is about to; None for a plain HTTP server (anyone on the path would read
+        it)."""
         if self._plain_http:
             return None
-        if self._exec_credential_expired():
+        if self._credential_expired():
             await self.refresh()
         header = await self._header()
         if header is not None and header not in self._secrets:
@@ -148,6 +152,12 @@ class Connection:
             if self._static.token_file is not None:
                 self._static.token_file.reread()
             return
+        if self._oidc is not None:
+            try:
+                await self._oidc.refresh()
+            except OidcError as exc:
+                _log.warning("OIDC token not refreshed; the last one is kept", error=str(exc))
+            return
         if hasattr(loader, "exec_plugin_expiry"):
             del loader.exec_plugin_expiry
         try:  # the kubeconfig user again: the plugin re-run, OIDC refreshed
@@ -173,13 +183,18 @@ class Connection:
     async def _header(self) -> str | None:
         if self._static is not None:
             return self._static.header()
+        if self._oidc is not None:
+            return f"Bearer {self._oidc.id_token}" if self._oidc.id_token else None
         value = await self._cfg.get_api_key_with_prefix("BearerToken")
         return str(value) if value else None
 
-    def _exec_credential_expired(self) -> bool:
-        """Whether the exec plugin's credential is past its ``expirationTimestamp``: client-go's
-        rule, with no margin (kubernetes-asyncio's own five-minute margin would re-run a plugin
-        that hands out shorter-lived credentials on every request)."""
+    def _credential_expired(self) -> bool:
+        """Whether the OIDC id-token needs a refresh (:meth:`OidcProvider.needs_refresh`), or the
+        exec plugin's credential is past its ``expirationTimestamp``: client-go's rule, with no
+        margin (kubernetes-asyncio's own five-minute margin would re-run a plugin that hands out
+        shorter-lived credentials on every request)."""
+        if self._oidc is not None:
+            return self._oidc.needs_refresh()
         if self._in_cluster:
             return False
         expiry = getattr(self._loader, "exec_plugin_expiry", None)

@@ -106,12 +106,16 @@ class KubeconfigError(Exception):
 
 @dataclass(frozen=True)
 class Entry:
-    """A cluster, user or context: its fields (``null`` ones left out) and its file's
-    directory."""
+    """A cluster, user or context: its fields (``null`` ones left out) and its file (absolute
+    path)."""
 
     name: str
     fields: dict[str, Any]
-    directory: str
+    file: str
+
+    @property
+    def directory(self) -> str:
+        return os.path.dirname(self.file)
 
 
 @dataclass
@@ -131,9 +135,8 @@ def merged(kubeconfig: str) -> Kubeconfig:
         if not listed or not os.path.exists(path):
             continue
         doc = _read(path)
-        directory = os.path.dirname(os.path.abspath(path))
         for section, kind in SECTIONS.items():
-            for entry in _entries(doc, section, kind, path, directory):
+            for entry in _entries(doc, section, kind, path):
                 out.entries[kind].setdefault(entry.name, entry)
         current = doc.get("current-context")
         if current is not None and not isinstance(current, str):
@@ -143,8 +146,7 @@ def merged(kubeconfig: str) -> Kubeconfig:
     return out
 
 
-def _entries(doc: dict[str, Any], section: str, kind: str, path: str,
-             directory: str) -> list[Entry]:
+def _entries(doc: dict[str, Any], section: str, kind: str, path: str) -> list[Entry]:
     listed = doc.get(section)
     if listed is None:
         return []
@@ -170,7 +172,7 @@ def _entries(doc: dict[str, Any], section: str, kind: str, path: str,
             if check is not None and not check[0](value):
                 raise KubeconfigError(f"{path}: {kind} {name!r}: {key} must be a {check[1]} "
                                       f"(kubectl refuses this file too)")
-        entries[name] = Entry(name, fields, directory)
+        entries[name] = Entry(name, fields, os.path.abspath(path))
     return list(entries.values())
 
 

@@ -38,9 +38,9 @@ _REMOVED = {
     "azure": "The azure auth plugin has been removed.\nPlease use the "
              "https://github.com/Azure/kubelogin kubectl/client-go credential plugin instead.",
 }
-# what the loader is handed of a user: the TLS client certificate and a dynamic credential
+# what the loader is handed of a user: the TLS client certificate and the exec plugin
 _LOADER_USER_FIELDS = ("client-certificate", "client-certificate-data", "client-key",
-                       "client-key-data", "exec", "auth-provider")
+                       "client-key-data", "exec")
 _IMPERSONATION = ("as", "as-uid", "as-groups", "as-user-extra")
 
 
@@ -52,12 +52,14 @@ class Resolved:
     cluster: dict[str, Any]  # the cluster's fields, emptied ones unset, paths absolute
     cluster_directory: str
     user_name: str
-    user: dict[str, Any]  # for the loader: certificate, and the exec plugin or oidc provider
+    user: dict[str, Any]  # for the loader: certificate, and the exec plugin
     user_directory: str
     impersonation: dict[str, Any] = field(default_factory=dict)
     token: str = ""  # sent as is (no tokenFile)
     token_file: str = ""  # read, trimmed, re-read each minute; wins over ``token``
     basic: tuple[str, str] | None = None  # username, password
+    oidc: dict[str, Any] | None = None  # the ``oidc`` auth provider, when its token is sent
+    user_file: str = ""  # the file defining the user (an oidc provider's tokens go back there)
 
 
 def resolve(config: Kubeconfig, context: str | None) -> Resolved:
@@ -80,6 +82,7 @@ def resolve(config: Kubeconfig, context: str | None) -> Resolved:
     user_entry = config.entries["user"].get(user_name)  # none: anonymous, as client-go
     user = _normalized(user_entry, "user") if user_entry is not None else {}
     directory = user_entry.directory if user_entry is not None else cluster_entry.directory
+    user_file = user_entry.file if user_entry is not None else ""
     server = normalized_server(cluster["server"])
     impersonation = {k: user[k] for k in _IMPERSONATION if k in user}
     if server.startswith("http://"):  # client-go reads no credential for a plain server
@@ -96,11 +99,11 @@ def resolve(config: Kubeconfig, context: str | None) -> Resolved:
     if token or token_file or basic or "client-certificate" in user or (
             "client-certificate-data" in user):
         loader_user.pop("exec", None)  # client-go installs no plugin next to a static credential
-    if token or token_file or basic:
-        loader_user.pop("auth-provider", None)  # its round tripper yields to an Authorization
+    # the provider's round tripper yields to an Authorization header already set
+    oidc = None if token or token_file or basic else user.get("auth-provider")
     return Resolved(server, cluster, cluster_entry.directory, user_name, loader_user, directory,
                     impersonation, token="" if token_file else token, token_file=token_file,
-                    basic=basic)
+                    basic=basic, oidc=oidc, user_file=user_file)
 
 
 def normalized_server(server: str) -> str:

@@ -1,0 +1,193 @@
+"""A kubeconfig user's ``oidc`` auth provider behaves as client-go's (slicectl.kube.oidc).
+
+Before slicectl ran it itself, kubernetes-asyncio's refresher failed to load most real
+id-tokens (their claims are base64url), refreshed five minutes early, failed on public clients
+and on answers without a new refresh token, ignored ``idp-certificate-authority`` and never
+wrote the new tokens back. The identity provider here is tests/identity_provider.py; nothing
+listens at the API server, what is checked is the header that would be sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from slicectl.kube import oidc
+from slicectl.kube.config import ConfigError, load_connection
+from slicectl.kube.oidc import OidcError, expires_at
+from tests.identity_provider import IdentityProvider, fresh_jwt, jwt
+from tests.unit.kubeconfigs import one_context
+
+SERVER = "https://api.example:6443"
+
+
+def _provider(idp: IdentityProvider, **config: str) -> dict[str, Any]:
+    return {"auth-provider": {"name": "oidc", "config": {
+        "idp-issuer-url": idp.url, "client-id": "slice ctl", "client-secret": "s/p+c",
+        **config}}}
+
+
+def _stored(path: str) -> dict[str, str]:
+    """The provider config in the kubeconfig file, read by kubectl where it is installed (an
+    independent reader of what was written back), else by YAML."""
+    if shutil.which("kubectl"):
+        out = subprocess.run(
+            ["kubectl", "config", "view", "--raw", "--kubeconfig", path, "-o",
+             "jsonpath={.users[0].user.auth-provider.config}"],
+            check=True, capture_output=True, text=True).stdout
+        return dict(yaml.safe_load(out))
+    doc = yaml.safe_load(Path(path).read_text())
+    return dict(doc["users"][0]["user"]["auth-provider"]["config"])
+
+
+def _server(path: str) -> str:
+    return str(yaml.safe_load(Path(path).read_text())["clusters"][0]["cluster"]["server"])
+
+
+@pytest.fixture
+async def idp() -> Any:
+    async with IdentityProvider() as provider:
+        yield provider
+
+
+def test_expiry_is_read_from_base64url_claims_as_client_go_reads_it() -> None:
+    # claims chosen so that their encoding has both "-" and "_": standard base64 cannot read it
+    token = jwt(1900000000, sub="\u00ff\u00fe>>>???", name="x~~~")
+    assert "-" in token.split(".")[1] and "_" in token.split(".")[1]
+    assert expires_at(token) == 1900000000.0
+    assert expires_at(jwt(1900000000.9)) == 1900000000.0  # fractional: truncated
+    assert expires_at(jwt(None)) == 0.0  # no exp: expired
+    for broken in ("opaque-token", "a.b", "a.!!!.c", f"x.{base64.b64encode(b'[1]').decode()}.y",
+                   jwt("tomorrow"), "a.eyJleHAiOjF9=.c"):
+        with pytest.raises(OidcError, match="ID Token is not a valid JWT"):
+            expires_at(broken)
+
+
+async def test_a_valid_id_token_is_sent_and_the_provider_never_asked(
+    tmp_path: Path, idp: IdentityProvider,
+) -> None:
+    token = fresh_jwt(30.0)  # kubernetes-asyncio refreshed anything within five minutes
+    conn = await load_connection(one_context(tmp_path, SERVER, _provider(
+        idp, **{"id-token": token, "refresh-token": "rt-1"})))
+    assert await conn.authorization() == f"Bearer {token}"
+    assert (idp.discoveries, idp.grants) == (0, [])
+
+
+async def test_an_expiring_token_is_refreshed_and_written_back(
+    tmp_path: Path, idp: IdentityProvider,
+) -> None:
+    """Ten seconds from expiry (client-go's margin) the refresh token buys a new id-token; the
+    rotated refresh token replaces the old one in the file, for kubectl and the next start."""
+    new = fresh_jwt()
+    idp.answer(access_token="at", token_type="Bearer", id_token=new, refresh_token="rt-2")
+    path = one_context(tmp_path, SERVER, _provider(
+        idp, **{"id-token": fresh_jwt(9.0), "refresh-token": "rt-1"}))
+    conn = await load_connection(path)
+    assert await conn.authorization() == f"Bearer {new}"
+    [grant] = idp.grants
+    assert grant.form == {"grant_type": "refresh_token", "refresh_token": "rt-1"}
+    # both query-escaped first, as golang.org/x/oauth2 (and kubectl, run against this provider)
+    assert grant.authorization == "Basic " + base64.b64encode(b"slice+ctl:s%2Fp%2Bc").decode()
+    stored = _stored(path)
+    assert (stored["id-token"], stored["refresh-token"]) == (new, "rt-2")
+    assert stored["client-secret"] == "s/p+c"
+    assert _server(path) == SERVER  # the rest of the file as it was
+
+
+async def test_a_public_client_keeps_its_refresh_token_when_none_comes_back(
+    tmp_path: Path,
+) -> None:
+    """No client secret, a provider that takes client credentials only as form fields, and an
+    answer without a new refresh token: golang.org/x/oauth2 retries with the fields, and
+    client-go keeps the refresh token it has."""
+    new = fresh_jwt()
+    async with IdentityProvider(basic_auth=False) as idp:
+        idp.answer(access_token="at", id_token=new)
+        user = _provider(idp, **{"refresh-token": "rt-1"})
+        del user["auth-provider"]["config"]["client-secret"]
+        path = one_context(tmp_path, SERVER, user)
+        conn = await load_connection(path)
+    assert await conn.authorization() == f"Bearer {new}"
+    assert [g.authorization is None for g in idp.grants] == [False, True]
+    assert idp.grants[1].form == {"grant_type": "refresh_token", "refresh_token": "rt-1",
+                                  "client_id": "slice ctl"}
+    assert _stored(path)["refresh-token"] == "rt-1"
+
+
+@pytest.mark.parametrize(("config", "answer", "refused"), [
+    ({"client-id": ""}, None, "Must provide client-id"),
+    ({"idp-issuer-url": ""}, None, "Must provide idp-issuer-url"),
+    ({}, None, "No valid id-token, and cannot refresh without refresh-token"),
+    ({"id-token": "opaque"}, None, "ID Token is not a valid JWT"),
+    ({"refresh-token": "rt-1"}, None, "failed to refresh token: oauth2: cannot fetch token: 400"),
+    ({"refresh-token": "rt-1"}, {"access_token": "at"},
+     "token response did not contain an id_token"),
+    ({"refresh-token": "rt-1"}, {"id_token": "x.y.z"},
+     "failed to refresh token: oauth2: server response missing access_token"),
+    ({"refresh-token": "rt-1"}, {"access_token": "at", "id_token": "opaque"},
+     "ID Token is not a valid JWT"),
+])
+async def test_what_cannot_give_a_token_is_a_clear_error_at_start(
+    tmp_path: Path, idp: IdentityProvider, config: dict[str, str],
+    answer: dict[str, Any] | None, refused: str,
+) -> None:
+    if answer is not None:
+        idp.answer(**answer)
+    with pytest.raises(ConfigError, match=refused):
+        await load_connection(one_context(tmp_path, SERVER, _provider(idp, **config)))
+
+
+async def test_the_providers_ca_is_trusted_from_a_file_or_data(tmp_path: Path) -> None:
+    async with IdentityProvider(tls=True) as idp:
+        user = _provider(idp, **{"refresh-token": "rt-1"})
+        with pytest.raises(ConfigError, match=r"failed to refresh token.*certificate verify"):
+            await load_connection(one_context(tmp_path, SERVER, user))
+        (tmp_path / "idp-ca.crt").write_bytes(idp.ca_pem)
+        for ca in ({"idp-certificate-authority": str(tmp_path / "idp-ca.crt")},
+                   {"idp-certificate-authority-data": base64.b64encode(idp.ca_pem).decode()}):
+            new = fresh_jwt()
+            idp.answer(access_token="at", id_token=new)
+            conn = await load_connection(one_context(tmp_path, SERVER, _provider(
+                idp, **{"refresh-token": "rt-1"}, **ca)))
+            assert await conn.authorization() == f"Bearer {new}"
+
+
+async def test_at_run_time_one_refresh_serves_every_caller_and_a_failure_keeps_the_token(
+    tmp_path: Path, idp: IdentityProvider, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    first, second = fresh_jwt(), fresh_jwt(7200.0)
+    path = one_context(tmp_path, SERVER, _provider(
+        idp, **{"id-token": first, "refresh-token": "rt-1"}))
+    conn = await load_connection(path)
+    monkeypatch.setattr(oidc, "EXPIRY_MARGIN", 3600.0)  # ``first`` is now about to expire
+    idp.answer(access_token="at", id_token=second, refresh_token="rt-2")
+    sent = await asyncio.gather(*(conn.authorization() for _ in range(5)))
+    assert sent == [f"Bearer {second}"] * 5
+    assert len(idp.grants) == 1
+    monkeypatch.setattr(oidc, "EXPIRY_MARGIN", 7200.0)  # and now ``second`` is
+    os.unlink(path)  # nowhere to write back: kept in memory, with a warning
+    for _ in range(3):  # the provider refuses (empty queue): asked once, the token kept
+        assert await conn.authorization() == f"Bearer {second}"
+    assert [g.form["refresh_token"] for g in idp.grants] == ["rt-1", "rt-2"]
+    monkeypatch.setattr(oidc, "RETRY_AFTER", 0.0)
+    third = fresh_jwt(10800.0)
+    idp.answer(access_token="at", id_token=third)
+    assert await conn.authorization() == f"Bearer {third}"
+    assert "rt-2" not in repr(conn) and second not in repr(conn._oidc)
+
+
+async def test_a_token_or_basic_auth_wins_over_the_provider(
+    tmp_path: Path, idp: IdentityProvider,
+) -> None:
+    user = {**_provider(idp, **{"refresh-token": "rt-1"}), "token": "inline"}
+    conn = await load_connection(one_context(tmp_path, SERVER, user))
+    assert await conn.authorization() == "Bearer inline"
+    assert idp.grants == []
