@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import re
 import ssl
 import time
@@ -51,6 +52,7 @@ class OidcError(Exception):
     """The provider's configuration is invalid, or a refresh failed."""
 
 
+@functools.lru_cache(maxsize=4)  # asked before every request, of the one token held
 def expires_at(id_token: str) -> float:
     """The ``exp`` claim of ``id_token`` (unix seconds; 0 without one), read as client-go reads
     it: base64url without padding, a number that may be fractional (then truncated)."""
