@@ -6,8 +6,9 @@ from __future__ import annotations
 import ssl
 
 
-def handshake(client: ssl.SSLContext, server: ssl.SSLContext, host: str) -> None:
-    """A TLS handshake between the two contexts through memory buffers."""
+def handshake(client: ssl.SSLContext, server: ssl.SSLContext, host: str) -> bytes | None:
+    """A TLS handshake between the two contexts through memory buffers; the client's
+    certificate (DER) as the server received it, if it asked for one."""
     c_in, c_out, s_in, s_out = (ssl.MemoryBIO() for _ in range(4))
     c = client.wrap_bio(c_in, c_out, server_hostname=host)
     s = server.wrap_bio(s_in, s_out, server_side=True)
@@ -23,5 +24,5 @@ def handshake(client: ssl.SSLContext, server: ssl.SSLContext, host: str) -> None
             s_in.write(c_out.read())
             c_in.write(s_out.read())
         if all(done.values()):
-            return
+            return s.getpeercert(binary_form=True)
     raise AssertionError("handshake did not finish")

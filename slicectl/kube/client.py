@@ -264,8 +264,10 @@ class KubeClient:
                 self._report("GET", path, True, 0, started)
                 raise WatchStalled(
                     f"no response to watch {path} in {inactivity_timeout}s") from exc
-            except aiohttp.ClientError:
+            except aiohttp.ClientError as exc:
                 self._report("GET", path, True, 0, started)
+                if isinstance(exc, aiohttp.ClientSSLError):
+                    self._conn.tls_refused()
                 raise
             self._report("GET", path, True, resp.status, started)
             self._warnings.note("WATCH", path, resp.headers.getall("Warning", ()))
@@ -379,6 +381,8 @@ class KubeClient:
                     wait = resend_wait(status, resp.headers.get("Retry-After"))
             except (aiohttp.ClientError, TimeoutError) as exc:
                 self._report(method, path, False, 0, started)
+                if isinstance(exc, aiohttp.ClientSSLError):
+                    self._conn.tls_refused()
                 if method != "GET" or not broke_before_answer(exc) or resent == MAX_RESENDS:
                     raise
                 resent += 1

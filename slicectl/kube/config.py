@@ -18,9 +18,10 @@ The proxy, if any, is the kubeconfig cluster's ``proxy-url`` or the environment'
 client-go chooses it (:mod:`slicectl.kube.proxy`). A kubeconfig user's impersonation (``as``
 ...) becomes headers on every request (:mod:`slicectl.kube.impersonation`). Answers are asked
 for gzip-encoded, as client-go asks, unless the cluster says ``disable-compression: true`` (or
-``--disable-compression``). TLS is verified unless ``insecure_skip_tls_verify`` (``slicectl run
---insecure-skip-tls-verify``) or the kubeconfig's ``insecure-skip-tls-verify: true`` says
-otherwise, each with a warning.
+``--disable-compression``). The CA file and a client certificate and key given as files are
+read again as they rotate (:mod:`slicectl.kube.tls_files`). TLS is verified unless
+``insecure_skip_tls_verify`` (``slicectl run --insecure-skip-tls-verify``) or the kubeconfig's
+``insecure-skip-tls-verify: true`` says otherwise, each with a warning.
 """
 
 from __future__ import annotations
@@ -92,7 +93,8 @@ async def load_connection(
         account = ServiceAccount(os.environ, _IN_CLUSTER_TOKEN, _IN_CLUSTER_CA)
         return Connection(account, account, in_cluster=True,
                           insecure_skip_tls_verify=insecure_skip_tls_verify,
-                          disable_compression=disable_compression)
+                          disable_compression=disable_compression,
+                          tls_files=() if insecure_skip_tls_verify else (_IN_CLUSTER_CA,))
     path = _kubeconfig_path(path)
     configuration, config_exception, kube_config = kube_config_api()
     cfg = configuration()
@@ -117,7 +119,8 @@ async def load_connection(
     return Connection(cfg, loader, in_cluster=False,
                       insecure_skip_tls_verify=insecure_skip_tls_verify,
                       disable_compression=disable_compression, static=static,
-                      impersonation=impersonation, oidc=oidc)
+                      impersonation=impersonation, oidc=oidc,
+                      tls_files=_tls_files(chosen, insecure_skip_tls_verify))
 
 
 def _static(chosen: Resolved) -> StaticCredential | None:
@@ -126,6 +129,19 @@ def _static(chosen: Resolved) -> StaticCredential | None:
         return None
     token_file = TokenFile(chosen.token_file) if chosen.token_file else None
     return StaticCredential(chosen.token, token_file, chosen.basic)
+
+
+def _tls_files(chosen: Resolved, insecure: bool) -> tuple[str, ...]:
+    """The files client-go reads again as they rotate (:mod:`slicectl.kube.tls_files`): the CA
+    file, when given as a file and verified against, and the client certificate and key when
+    both are files."""
+    files = []
+    if not insecure and chosen.cluster.get("insecure-skip-tls-verify") is not True and (
+            "certificate-authority" in chosen.cluster):
+        files.append(chosen.cluster["certificate-authority"])
+    if "client-certificate" in chosen.user and "client-key" in chosen.user:
+        files += [chosen.user["client-certificate"], chosen.user["client-key"]]
+    return tuple(files)
 
 
 async def _oidc(chosen: Resolved) -> OidcProvider | None:

@@ -27,6 +27,7 @@ from slicectl.kube.oidc import OidcError, OidcProvider
 from slicectl.kube.proxy import Proxy, ProxyError
 from slicectl.kube.proxy import choose as choose_proxy
 from slicectl.kube.static_credentials import StaticCredential
+from slicectl.kube.tls_files import TlsFiles
 
 _log = structlog.get_logger("slicectl.kube")
 REDACTED = "REDACTED"
@@ -52,6 +53,7 @@ class Connection:
         insecure_skip_tls_verify: bool = False, disable_compression: bool = False, *,
         static: StaticCredential | None = None,
         impersonation: list[tuple[str, str]] | None = None, oidc: OidcProvider | None = None,
+        tls_files: tuple[str, ...] = (),
     ) -> None:
         self._cfg = configuration  # kubernetes_asyncio Configuration; holds the credential
         self._loader = loader
@@ -86,9 +88,13 @@ class Connection:
         if self._plain_http:
             _log.warning("the API server is plain HTTP: no credentials are sent to it "
                          "(as kubectl)", host=self.host)
-        # bumped when a renewal brings a new client certificate: connections made with the
-        # old one must go (client-go closes them all), which the client sees by this number
+        # bumped when a renewal brings a new client certificate, or the TLS files changed:
+        # connections made before must go (client-go closes them all), which the client sees
+        # by this number
         self.identity = 0
+        # the CA file, client certificate and key files, read again as they rotate
+        self._tls_files = TlsFiles(tls_files) if tls_files and isinstance(
+            self.ssl, ssl.SSLContext) else None
 
     def __repr__(self) -> str:
         return f"Connection(host={self.host!r}, in_cluster={self._in_cluster})"
@@ -122,6 +128,33 @@ class Connection:
                 text = text.replace(secret, REDACTED)
         return text
 
+    def reload_tls_files(self) -> None:
+        """Read the CA and client certificate files again if they are due
+        (:mod:`slicectl.kube.tls_files`); when they changed and load, connections from now on
+        use them (``identity`` is bumped)."""
+        files = self._tls_files
+        if files is None or not files.due():
+            return
+        contents = files.changed()
+        if contents is None:
+            return
+        try:
+            context = _ssl_context(self._cfg, self.host)
+        except (ssl.SSLError, OSError) as exc:
+            files.retry_soon()
+            _log.warning("changed TLS files do not load; the last ones are kept",
+                         files=list(files.paths), error=str(exc))
+            return
+        files.accept(contents)
+        self.ssl = context
+        self.identity += 1
+        _log.info("TLS files changed: new connections use them", files=list(files.paths))
+
+    def tls_refused(self) -> None:
+        """A TLS handshake failed: the CA or the client certificate may have rotated."""
+        if self._tls_files is not None:
+            self._tls_files.check_soon()
+
     async def refresh(self, refused: str | None = None) -> None:
         """Renew the credential: re-read the token file (in-cluster, or a kubeconfig's
         ``tokenFile``), re-run the exec plugin, refresh an OIDC token.
@@ -132,6 +165,8 @@ class Connection:
         renewal that fails is logged and the last credential kept: the server says whether it
         still works, and a request never fails on the renewal itself.
         """
+        if self._tls_files is not None:  # an expired client certificate is a 401 too
+            self._tls_files.check_soon()
         if refused is not None and refused != await self._header():
             return
         if self._renewal is None:

@@ -97,6 +97,7 @@ class Transport:
             headers["Authorization"] = value
         if self._proxy_authorization is not None:  # a plain-HTTP server, through a proxy
             headers["Proxy-Authorization"] = self._proxy_authorization
+        self._conn.reload_tls_files()
         if self._conn.identity != self._identity:
             self._identity = self._conn.identity
             old, self._session = self._session, self._new_session()

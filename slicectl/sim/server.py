@@ -40,7 +40,7 @@ from slicectl.sim.registry import Registry
 from slicectl.sim.resources import DEFAULT_NAMESPACES, NAMESPACE_TYPE
 from slicectl.sim.routing import RequestInfo, resolve
 from slicectl.sim.storage import Store
-from slicectl.sim.tls import make_certificates, server_context
+from slicectl.sim.tls import make_certificates, serve, server_context
 
 ECHO_LEAD = 0.001  # seconds a write's answer follows its watch events (see _echoes_first)
 ECHO_WAIT_TURNS = 20  # loop turns a write's answer waits at most for the watches to send
@@ -104,7 +104,8 @@ class EmbeddedApiServer:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((self.host, self.port))
         self.port = sock.getsockname()[1]
-        site = web.SockSite(self._runner, sock, ssl_context=server_context(cert_pem, key_pem))
+        self._tls = server_context(cert_pem, key_pem)
+        site = web.SockSite(self._runner, sock, ssl_context=self._tls)
         await site.start()
         host = f"[{self.host}]" if ":" in self.host else self.host
         self.url = f"https://{host}:{self.port}"
@@ -116,6 +117,14 @@ class EmbeddedApiServer:
         write_kubeconfig(path, self.url, ca_pem, self.token)
         self.kubeconfig_path = str(path)
         self.faults.start()
+
+    def rotate_certificate(self) -> bytes:
+        """Serve a certificate of a new CA from the next handshake on, as kube-apiserver does
+        when its ``--tls-cert-file`` changes (it reloads the file); the new CA, PEM."""
+        ca_pem, cert_pem, key_pem = make_certificates(self.host)
+        serve(self._tls, cert_pem, key_pem)
+        self.serving_pem = (cert_pem, key_pem)
+        return ca_pem
 
     async def stop(self) -> None:
         await self.faults.stop()

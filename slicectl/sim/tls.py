@@ -79,9 +79,14 @@ def make_certificates(host: str) -> tuple[bytes, bytes, bytes]:
 
 def server_context(cert_pem: bytes, key_pem: bytes) -> ssl.SSLContext:
     ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    serve(ctx, cert_pem, key_pem)
+    return ctx
+
+
+def serve(ctx: ssl.SSLContext, cert_pem: bytes, key_pem: bytes) -> None:
+    """Present ``cert_pem`` from the next handshake on (connections made stay as they are)."""
     with tempfile.TemporaryDirectory() as tmp:
         cert_file, key_file = Path(tmp) / "tls.crt", Path(tmp) / "tls.key"
         cert_file.write_bytes(cert_pem)
         key_file.write_bytes(key_pem)
         ctx.load_cert_chain(cert_file, key_file)
-    return ctx

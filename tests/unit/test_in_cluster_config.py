@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import os
+import ssl
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from slicectl.kube import config, static_credentials
+from slicectl.kube import config, static_credentials, tls_files
 from slicectl.kube.config import ConfigError, Connection, ServiceAccount
-from slicectl.sim.tls import make_certificates
+from slicectl.sim.tls import make_certificates, server_context
+from tests.tls_handshake import handshake
 
 ENV = {"KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "443"}
 
@@ -101,6 +103,31 @@ async def test_rotated_tokens_are_not_remembered_for_ever(
         assert await conn.authorization() == f"Bearer token-{i:04d}"
     assert conn.redact("token-0999 token-0998") == "REDACTED REDACTED"
     assert len(conn._secrets) <= 2 * config.REMEMBERED_CREDENTIALS
+
+
+async def test_a_rotated_cluster_ca_is_trusted_once_the_mounted_file_carries_it(
+    mounted: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cluster CA rotation: the kubelet updates the pod's ``ca.crt`` (from the
+    ``kube-root-ca.crt`` ConfigMap) with the old and the new CA, then the API server presents a
+    certificate of the new one. The file is read again, as client-go v1.36 reads it."""
+    token, ca = mounted
+    monkeypatch.setattr(config, "_IN_CLUSTER_TOKEN", str(token))
+    monkeypatch.setattr(config, "_IN_CLUSTER_CA", str(ca))
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    for name, value in ENV.items():
+        monkeypatch.setenv(name, value)
+    conn = await config.load_connection()
+    new_ca, cert_pem, key_pem = make_certificates("10.96.0.1")
+    rotated = server_context(cert_pem, key_pem)
+    assert isinstance(conn.ssl, ssl.SSLContext)
+    with pytest.raises(ssl.SSLCertVerificationError):
+        handshake(conn.ssl, rotated, "10.96.0.1")
+    ca.write_bytes(ca.read_bytes() + new_ca)
+    monkeypatch.setattr(tls_files, "CHECK_EVERY", 0.0)
+    conn.reload_tls_files()
+    assert conn.identity == 1
+    handshake(conn.ssl, rotated, "10.96.0.1")
 
 
 def test_in_cluster_loading_never_imports_kubernetes_asyncio(mounted: tuple[Path, Path]) -> None:
