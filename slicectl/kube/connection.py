@@ -195,7 +195,7 @@ class Connection:
             return
         if hasattr(loader, "exec_plugin_expiry"):
             del loader.exec_plugin_expiry
-        try:  # the kubeconfig user again: the plugin re-run, OIDC refreshed
+        try:  # the kubeconfig user again: the exec plugin re-run
             await loader._load_authentication()
         except Exception as exc:  # whatever the plugin did, keep the last credential
             _log.warning("credential not renewed; the last one is kept",
