@@ -25,6 +25,7 @@ from aiohttp.client_proto import ResponseHandler
 from python_socks import ProxyError, ProxyType
 from python_socks.async_.asyncio import Proxy as SocksTunnel
 
+from slicectl.kube.connector import Connector
 from slicectl.kube.proxy import Proxy
 
 
@@ -40,7 +41,7 @@ class _Unresolved(AbstractResolver):
         return None
 
 
-class Socks5Connector(aiohttp.TCPConnector):
+class Socks5Connector(Connector):
     """A TCPConnector whose connections are tunnels through ``proxy`` (scheme socks5)."""
 
     def __init__(self, proxy: Proxy, **kwargs: Any) -> None:

@@ -23,6 +23,7 @@ offer gzip and deflate (and br, zstd, with their packages installed) on its own.
 
 A proxy (:mod:`slicectl.kube.proxy`) is an argument of each request for an HTTP(S) proxy, as
 aiohttp takes them, and the session's connector for a SOCKS5 one (:mod:`slicectl.kube.socks`).
+Every connector bounds the TLS handshake as client-go does (:mod:`slicectl.kube.connector`).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import aiohttp
 from multidict import CIMultiDict
 
 from slicectl.kube.config import Connection
+from slicectl.kube.connector import Connector
 from slicectl.kube.socks import Socks5Connector
 
 
@@ -113,11 +115,11 @@ class Transport:
 
     def _new_session(self) -> aiohttp.ClientSession:
         proxy = self._conn.proxy
-        connector: aiohttp.TCPConnector
+        connector: Connector
         if proxy is not None and proxy.scheme == "socks5":
             connector = Socks5Connector(proxy, limit=0, ssl=self._conn.ssl)
         else:
-            connector = aiohttp.TCPConnector(limit=0, ssl=self._conn.ssl)
+            connector = Connector(limit=0, ssl=self._conn.ssl)
         headers = CIMultiDict([("User-Agent", self._user_agent), *self._conn.impersonation])
         if self._conn.compression:
             headers["Accept-Encoding"] = "gzip"
