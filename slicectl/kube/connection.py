@@ -141,7 +141,7 @@ class Connection:
         try:
             context = _ssl_context(self._cfg, self.host)
         except (ssl.SSLError, OSError) as exc:
-            files.retry_soon()
+            files.check_soon()
             _log.warning("changed TLS files do not load; the last ones are kept",
                          files=list(files.paths), error=str(exc))
             return

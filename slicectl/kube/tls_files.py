@@ -43,7 +43,8 @@ class TlsFiles:
         return time.monotonic() - self._checked_at >= wait
 
     def check_soon(self) -> None:
-        """Read the files again at the next request, unless they were just read."""
+        """Read the files again at the next request, unless they were read less than
+        :data:`RECHECK_AFTER` seconds ago (after a refusal, or a change that did not load)."""
         self._soon = True
 
     def changed(self) -> tuple[bytes | None, ...] | None:
@@ -59,9 +60,6 @@ class TlsFiles:
         """``contents`` loaded and are in use."""
         self._contents = contents
 
-    def retry_soon(self) -> None:
-        """The changed contents did not load: read again :data:`RECHECK_AFTER` seconds on."""
-        self._soon = True
 
 
 def _read(paths: tuple[str, ...]) -> tuple[bytes | None, ...]:
