@@ -5,11 +5,14 @@ discovery document at ``/.well-known/openid-configuration`` naming its token end
 endpoint's ``refresh_token`` grant. Each grant is recorded (form and headers) and answered from
 a queue the test fills; an empty queue is a 400 ``invalid_grant``, as a provider answers a
 refresh token it does not know. With ``basic_auth=False`` it refuses client credentials in an
-``Authorization`` header, as providers that only take them as form fields do.
+``Authorization`` header, as providers that only take them as form fields do. ``discovery``
+replaces the discovery document's answer and ``delay`` slows the token endpoint, for the
+failures a client must name.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import time
@@ -47,6 +50,8 @@ class IdentityProvider:
     answers: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
     grants: list[Grant] = field(default_factory=list)
     discoveries: int = 0
+    discovery: tuple[int, dict[str, Any]] | None = None  # its answer, if not the usual one
+    delay: float = 0.0  # seconds the token endpoint takes to answer
     url: str = ""
     ca_pem: bytes = b""
     _runner: web.AppRunner | None = None
@@ -77,12 +82,15 @@ class IdentityProvider:
 
     async def _discovery(self, _request: web.Request) -> web.Response:
         self.discoveries += 1
+        if self.discovery is not None:
+            return web.json_response(self.discovery[1], status=self.discovery[0])
         return web.json_response({"issuer": self.url, "token_endpoint": f"{self.url}/token"})
 
     async def _token(self, request: web.Request) -> web.Response:
         form = {k: str(v) for k, v in (await request.post()).items()}
         authorization = request.headers.get("Authorization")
         self.grants.append(Grant(form, authorization))
+        await asyncio.sleep(self.delay)
         if authorization is not None and not self.basic_auth:
             return web.json_response({"error": "invalid_client"}, status=401)
         if not self.answers:

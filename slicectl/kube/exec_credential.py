@@ -36,6 +36,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from slicectl.kube.kubeconfig_merge import decode_base64
+
 API_VERSIONS = ("client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1")
 CLUSTER_EXTENSION = "client.authentication.k8s.io/exec"
 _MODES = ("Never", "IfAvailable", "Always")
@@ -143,7 +145,7 @@ def _ca_bundle(cluster: Mapping[str, Any], base_dir: str) -> bytes:
     data = cluster.get("certificate-authority-data")
     if data:
         try:
-            return base64.b64decode(str(data), validate=True)
+            return decode_base64(str(data))
         except ValueError as exc:
             raise ExecPluginError(f"certificate-authority-data is not base64: {exc}") from None
     path = cluster.get("certificate-authority")

@@ -45,11 +45,17 @@ def _bool(value: Any) -> bool:
     return isinstance(value, bool)
 
 
+def decode_base64(value: str) -> bytes:
+    """Kubeconfig data decoded as Go's ``base64.StdEncoding`` decodes it: padded, line breaks
+    skipped, any other byte outside the alphabet refused (``binascii.Error``)."""
+    return base64.b64decode(value.replace("\n", "").replace("\r", ""), validate=True)
+
+
 def _base64(value: Any) -> bool:
     if not isinstance(value, str):
         return False
-    try:  # Go's StdEncoding: padded, line breaks skipped
-        base64.b64decode(value.replace("\n", "").replace("\r", ""), validate=True)
+    try:
+        decode_base64(value)
     except (binascii.Error, ValueError):
         return False
     return True

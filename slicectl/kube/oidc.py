@@ -41,6 +41,8 @@ import orjson
 import structlog
 import yaml
 
+from slicectl.kube.kubeconfig_merge import decode_base64
+
 _log = structlog.get_logger("slicectl.kube")
 EXPIRY_MARGIN = 10.0  # seconds: client-go's expiryDelta
 RETRY_AFTER = 10.0  # seconds a failed refresh waits before the next one
@@ -99,8 +101,8 @@ class OidcProvider:
         ca = ssl.create_default_context()
         try:
             if config.get("idp-certificate-authority-data"):
-                ca = ssl.create_default_context(cadata=base64.b64decode(
-                    config["idp-certificate-authority-data"], validate=True).decode("ascii"))
+                ca = ssl.create_default_context(cadata=decode_base64(
+                    config["idp-certificate-authority-data"]).decode("ascii"))
             if config.get("idp-certificate-authority"):
                 ca.load_verify_locations(cafile=config["idp-certificate-authority"])
         except (binascii.Error, ValueError, ssl.SSLError, OSError) as exc:

@@ -107,6 +107,13 @@ def test_cluster_info_is_client_go_s(tmp_path: Path) -> None:
                         insecure=True, disable_compression=False) == {
         "server": "https://s", "insecure-skip-tls-verify": True,
         "certificate-authority-data": "QUJD"}
+    # data wrapped over lines is read as Go reads it (kubectl accepts the file), and re-encoded
+    assert cluster_info({"server": "https://s", "certificate-authority-data": "QU\nJD\r\n"},
+                        "/", insecure=False, disable_compression=False)[
+        "certificate-authority-data"] == "QUJD"
+    with pytest.raises(ExecPluginError, match="certificate-authority-data is not base64"):
+        cluster_info({"server": "https://s", "certificate-authority-data": "QU*D"}, "/",
+                     insecure=False, disable_compression=False)
     with pytest.raises(ExecPluginError, match="failed to load CA bundle"):
         cluster_info({"server": "https://s", "certificate-authority": "gone.crt"},
                      str(tmp_path), insecure=False, disable_compression=False)

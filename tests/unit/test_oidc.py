@@ -14,9 +14,11 @@ import base64
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 import yaml
 
@@ -48,6 +50,15 @@ def _stored(path: str) -> dict[str, str]:
     return dict(doc["users"][0]["user"]["auth-provider"]["config"])
 
 
+def _users(path: str, first: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The file's users by name, after putting the users ``first`` ahead of them."""
+    doc = yaml.safe_load(Path(path).read_text())
+    if first:
+        doc["users"][:0] = [{"name": name, "user": user} for name, user in first.items()]
+        Path(path).write_text(yaml.safe_dump(doc))
+    return {u["name"]: u["user"] for u in doc["users"]}
+
+
 def _server(path: str) -> str:
     return str(yaml.safe_load(Path(path).read_text())["clusters"][0]["cluster"]["server"])
 
@@ -66,7 +77,7 @@ def test_expiry_is_read_from_base64url_claims_as_client_go_reads_it() -> None:
     assert expires_at(jwt(1900000000.9)) == 1900000000.0  # fractional: truncated
     assert expires_at(jwt(None)) == 0.0  # no exp: expired
     for broken in ("opaque-token", "a.b", "a.!!!.c", f"x.{base64.b64encode(b'[1]').decode()}.y",
-                   jwt("tomorrow"), "a.eyJleHAiOjF9=.c"):
+                   jwt("tomorrow"), jwt(True), "a.eyJleHAiOjF9=.c"):
         with pytest.raises(OidcError, match="ID Token is not a valid JWT"):
             expires_at(broken)
 
@@ -74,7 +85,8 @@ def test_expiry_is_read_from_base64url_claims_as_client_go_reads_it() -> None:
 async def test_a_valid_id_token_is_sent_and_the_provider_never_asked(
     tmp_path: Path, idp: IdentityProvider,
 ) -> None:
-    token = fresh_jwt(30.0)  # kubernetes-asyncio refreshed anything within five minutes
+    # kubernetes-asyncio refreshed anything within five minutes; client-go within 10 s only
+    token = fresh_jwt(20.0)
     conn = await load_connection(one_context(tmp_path, SERVER, _provider(
         idp, **{"id-token": token, "refresh-token": "rt-1"})))
     assert await conn.authorization() == f"Bearer {token}"
@@ -130,6 +142,10 @@ async def test_a_public_client_keeps_its_refresh_token_when_none_comes_back(
     ({"refresh-token": "rt-1"}, None, "failed to refresh token: oauth2: cannot fetch token: 400"),
     ({"refresh-token": "rt-1"}, {"access_token": "at"},
      "token response did not contain an id_token"),
+    ({"refresh-token": "rt-1"}, {"access_token": "at", "id_token": ""},
+     "token response did not contain an id_token"),
+    ({"refresh-token": "rt-1"}, {"access_token": "at", "id_token": 7},
+     "token response did not contain an id_token"),
     ({"refresh-token": "rt-1"}, {"id_token": "x.y.z"},
      "failed to refresh token: oauth2: server response missing access_token"),
     ({"refresh-token": "rt-1"}, {"access_token": "at", "id_token": "opaque"},
@@ -151,13 +167,20 @@ async def test_the_providers_ca_is_trusted_from_a_file_or_data(tmp_path: Path) -
         with pytest.raises(ConfigError, match=r"failed to refresh token.*certificate verify"):
             await load_connection(one_context(tmp_path, SERVER, user))
         (tmp_path / "idp-ca.crt").write_bytes(idp.ca_pem)
+        data = base64.b64encode(idp.ca_pem).decode()
+        wrapped = "\n".join(data[i:i + 64] for i in range(0, len(data), 64))  # Go skips breaks
         for ca in ({"idp-certificate-authority": str(tmp_path / "idp-ca.crt")},
-                   {"idp-certificate-authority-data": base64.b64encode(idp.ca_pem).decode()}):
+                   {"idp-certificate-authority-data": data},
+                   {"idp-certificate-authority-data": wrapped + "\r\n"}):
             new = fresh_jwt()
             idp.answer(access_token="at", id_token=new)
             conn = await load_connection(one_context(tmp_path, SERVER, _provider(
                 idp, **{"refresh-token": "rt-1"}, **ca)))
             assert await conn.authorization() == f"Bearer {new}"
+        for bad in (data[:8] + "*" + data[9:], data[:-1]):  # a stray byte, a short group
+            with pytest.raises(ConfigError, match="the identity provider's CA"):
+                await load_connection(one_context(tmp_path, SERVER, _provider(
+                    idp, **{"refresh-token": "rt-1", "idp-certificate-authority-data": bad})))
 
 
 async def test_at_run_time_one_refresh_serves_every_caller_and_a_failure_keeps_the_token(
@@ -191,3 +214,72 @@ async def test_a_token_or_basic_auth_wins_over_the_provider(
     conn = await load_connection(one_context(tmp_path, SERVER, user))
     assert await conn.authorization() == "Bearer inline"
     assert idp.grants == []
+
+
+def test_a_refresh_that_failed_waits_ten_seconds(monkeypatch: pytest.MonkeyPatch) -> None:
+    provider = oidc.OidcProvider.parse(
+        {"config": {"idp-issuer-url": "https://idp.example", "client-id": "c"}}, "u", "file")
+    assert provider.needs_refresh()  # no id-token
+    now = 1000.0
+    monkeypatch.setattr(time, "monotonic", lambda: now)
+    provider._failed_at = now - 9.5
+    assert not provider.needs_refresh()
+    provider._failed_at = now - 10.5
+    assert provider.needs_refresh()
+
+
+@pytest.mark.parametrize(("provider", "refused"), [
+    ({"config": None}, "Must provide idp-issuer-url"),  # null is an empty map, as Go reads it
+    ({"config": ["idp-issuer-url"]}, "must be a map of strings"),
+    ({"config": {"idp-issuer-url": "https://idp.example", "client-id": 7}},
+     "must be a map of strings"),
+])
+def test_a_config_that_is_no_map_of_strings_is_refused(
+    provider: dict[str, Any], refused: str,
+) -> None:
+    with pytest.raises(OidcError, match=refused):
+        oidc.OidcProvider.parse(provider, "u", "file")
+
+
+@pytest.mark.parametrize(("discovery", "refused"), [
+    ((404, {"error": "not found"}), "failed to query metadata endpoint 404 Not Found"),
+    ((200, {"issuer": "x"}), "discovery object doesn't contain a token_endpoint"),
+    ((200, {"token_endpoint": 7}), "discovery object doesn't contain a token_endpoint"),
+    ((200, {"token_endpoint": ""}), "discovery object doesn't contain a token_endpoint"),
+])
+async def test_a_discovery_document_without_a_token_endpoint_is_named(
+    tmp_path: Path, idp: IdentityProvider, discovery: tuple[int, dict[str, Any]], refused: str,
+) -> None:
+    idp.discovery = discovery
+    with pytest.raises(ConfigError, match=refused):
+        await load_connection(one_context(tmp_path, SERVER, _provider(
+            idp, **{"refresh-token": "rt-1"})))
+    assert idp.grants == []
+
+
+async def test_a_provider_that_does_not_answer_is_named_after_the_timeout(
+    tmp_path: Path, idp: IdentityProvider, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(oidc, "TIMEOUT", aiohttp.ClientTimeout(total=0.2))
+    idp.delay = 5.0
+    with pytest.raises(ConfigError, match=r"failed to refresh token: TimeoutError$"):
+        await load_connection(one_context(tmp_path, SERVER, _provider(
+            idp, **{"refresh-token": "rt-1"})))
+
+
+async def test_the_write_back_finds_its_user_among_others_and_keeps_a_held_refresh_token(
+    tmp_path: Path, idp: IdentityProvider,
+) -> None:
+    """The file names another user first; an answer whose refresh token is empty keeps the
+    one held, as client-go keeps it."""
+    new = fresh_jwt()
+    idp.answer(access_token="at", id_token=new, refresh_token="")
+    path = one_context(tmp_path, SERVER, _provider(idp, **{"refresh-token": "rt-1"}))
+    other = {"idp-issuer-url": "x", "client-id": "y"}
+    _users(path, {"other": {"auth-provider": {"name": "oidc", "config": other}}})
+    conn = await load_connection(path)
+    assert await conn.authorization() == f"Bearer {new}"
+    users = _users(path)
+    assert users["u"]["auth-provider"]["config"]["id-token"] == new
+    assert users["u"]["auth-provider"]["config"]["refresh-token"] == "rt-1"
+    assert users["other"]["auth-provider"]["config"] == other
