@@ -49,6 +49,7 @@ def dated(trigger: float | None) -> float | None:
     """A sync's trigger time as a wall-clock time, or None: no change, or none dated."""
     return None if trigger is None or trigger == UNDATED else trigger
 
+
 _EDGE_PRUNE_EVERY = 1024  # gets between sweeps of the per-key batching state
 _LAST_START_KEEP = 60.0  # seconds a key's last sync start is remembered for ``min_interval``
 

@@ -214,6 +214,7 @@ class OidcProvider:
                          "in this process only", kubeconfig=self.source, user=self.user_name,
                          error=f"{type(exc).__name__}: {exc}")
 
+
 def _token_answer(body: bytes, content_type: str) -> dict[str, Any]:
     """A token endpoint's answer: JSON, or a form as some providers send (oauth2's rule)."""
     if content_type in ("application/x-www-form-urlencoded", "text/plain"):

@@ -170,6 +170,7 @@ class RequestLimit:
                       hint="requests wait for --kube-api-qps/--kube-api-burst, not the API "
                            "server; raise them if this persists")
 
+
 async def wait_for_token(wait: float, refund: Callable[[], None]) -> None:
     """Wait the ``wait`` seconds a token just reserved needs; cancelled meanwhile, give it back
     with ``refund``: the request it was for never goes out, and Go's ``rate.Limiter.Wait``

@@ -61,7 +61,6 @@ class TlsFiles:
         self._contents = contents
 
 
-
 def _read(paths: tuple[str, ...]) -> tuple[bytes | None, ...]:
     out: list[bytes | None] = []
     for path in paths:

@@ -125,6 +125,7 @@ class TestFields:
 class TestFamilies:
     def test_default_families_are_those_present(self) -> None:
         sel = make_selector()
+
         def families(*pods: PodRecord) -> set[str]:
             return {family for family, _ in desired_state(sel, pods, NODES).groups}
 

@@ -759,7 +759,6 @@ async def test_a_grown_window_ends_when_its_stream_pauses_and_not_before() -> No
         "a gap of 150 ms is no pause for changes 50 ms apart on average")
 
 
-
 def test_the_state_of_keys_gone_quiet_is_swept_but_not_of_keys_still_queued() -> None:
     """Every ``_EDGE_PRUNE_EVERY`` syncs the queue forgets the batching state and sync start
     time of keys quiet for longer than their window (and ``min_interval``'s memory): else a
