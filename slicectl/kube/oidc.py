@@ -107,8 +107,6 @@ class OidcProvider:
                 ca.load_verify_locations(cafile=config["idp-certificate-authority"])
         except (binascii.Error, ValueError, ssl.SSLError, OSError) as exc:
             raise OidcError(f"user {user_name!r}: the identity provider's CA: {exc}") from None
-        if config.get("id-token"):
-            expires_at(config["id-token"])  # a token client-go could never send: refused now
         return cls(dict(config), user_name, source, ca)
 
     @property

@@ -59,6 +59,13 @@ def _users(path: str, first: dict[str, Any] | None = None) -> dict[str, Any]:
     return {u["name"]: u["user"] for u in doc["users"]}
 
 
+def _text(path: str, new: str | None = None) -> str:
+    """The file's text, after writing ``new`` into it if given."""
+    if new is not None:
+        Path(path).write_text(new)
+    return Path(path).read_text()
+
+
 def _server(path: str) -> str:
     return str(yaml.safe_load(Path(path).read_text())["clusters"][0]["cluster"]["server"])
 
@@ -204,7 +211,8 @@ async def test_at_run_time_one_refresh_serves_every_caller_and_a_failure_keeps_t
     third = fresh_jwt(10800.0)
     idp.answer(access_token="at", id_token=third)
     assert await conn.authorization() == f"Bearer {third}"
-    assert "rt-2" not in repr(conn) and second not in repr(conn._oidc)
+    assert conn._oidc is not None and conn._oidc.config["refresh-token"] == "rt-2"
+    assert "rt-2" not in repr(conn._oidc) and third not in repr(conn._oidc)
 
 
 async def test_a_token_or_basic_auth_wins_over_the_provider(
@@ -242,7 +250,8 @@ def test_a_config_that_is_no_map_of_strings_is_refused(
 
 
 @pytest.mark.parametrize(("discovery", "refused"), [
-    ((404, {"error": "not found"}), "failed to query metadata endpoint 404 Not Found"),
+    ((404, {"error": "not found"}), "failed to query metadata endpoint 404 Not Found: '{"),
+    ((404, {"error": "x" * 80}), r"""404 Not Found: '\{"error": "x{69}\.\.\.'$"""),  # 80 bytes
     ((200, {"issuer": "x"}), "discovery object doesn't contain a token_endpoint"),
     ((200, {"token_endpoint": 7}), "discovery object doesn't contain a token_endpoint"),
     ((200, {"token_endpoint": ""}), "discovery object doesn't contain a token_endpoint"),
@@ -283,3 +292,20 @@ async def test_the_write_back_finds_its_user_among_others_and_keeps_a_held_refre
     assert users["u"]["auth-provider"]["config"]["id-token"] == new
     assert users["u"]["auth-provider"]["config"]["refresh-token"] == "rt-1"
     assert users["other"]["auth-provider"]["config"] == other
+
+
+@pytest.mark.parametrize("rewritten", ["users: null\n", "users: [junk, null]\n", "users: [\n", ""])
+async def test_a_file_rewritten_since_keeps_the_refreshed_tokens_in_memory(
+    tmp_path: Path, idp: IdentityProvider, monkeypatch: pytest.MonkeyPatch, rewritten: str,
+) -> None:
+    """The file no longer names the user (or is no kubeconfig): a warning, and the new token
+    is sent all the same."""
+    path = one_context(tmp_path, SERVER, _provider(
+        idp, **{"id-token": fresh_jwt(), "refresh-token": "rt-1"}))
+    conn = await load_connection(path)
+    _text(path, rewritten)
+    monkeypatch.setattr(oidc, "EXPIRY_MARGIN", 7200.0)
+    new = fresh_jwt(10800.0)
+    idp.answer(access_token="at", id_token=new)
+    assert await conn.authorization() == f"Bearer {new}"
+    assert _text(path) == rewritten
