@@ -13,6 +13,7 @@ from pathlib import Path
 
 import aiohttp
 import pytest
+from aiohttp import web
 
 from slicectl.kube import connector
 from slicectl.kube.client import ClientSettings, KubeClient
@@ -48,3 +49,24 @@ async def test_a_stalled_handshake_ends_at_its_own_bound(
                 await client.request("GET", "/version")
     assert isinstance(failed.value.os_error, ConnectionAbortedError)
     assert "SSL handshake is taking longer than 0.3 seconds" in str(failed.value.os_error)
+
+
+async def test_plain_http_is_dialled_without_a_handshake_bound() -> None:
+    """asyncio refuses a handshake timeout on a connection without TLS: the bound is only
+    given with TLS (a plain ``http://`` server, as in kubectl proxy's, still works)."""
+    async def version(_request: web.Request) -> web.Response:
+        return web.json_response({"major": "1"})
+
+    app = web.Application()
+    app.router.add_get("/version", version)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        async with aiohttp.ClientSession(connector=connector.Connector()) as session, \
+                session.get(f"http://127.0.0.1:{port}/version") as response:
+            assert (response.status, await response.json()) == (200, {"major": "1"})
+    finally:
+        await runner.cleanup()

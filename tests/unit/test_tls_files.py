@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import datetime
 import ssl
+import time
 from pathlib import Path
 from typing import Any
 
@@ -154,3 +155,38 @@ async def test_certificate_data_stays_and_a_ca_file_is_watched(
     _append(files["ca"], b"\n")
     conn.reload_tls_files()  # the CA file changed (it is watched): the same certificate
     assert (_presented(conn, server), conn.identity) == ("inline", 1)
+
+
+def test_when_the_files_are_read_again_and_what_counts_as_a_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every five minutes, or ten seconds after check_soon(); only a change where every file
+    is readable and not empty is one."""
+    now = 1000.0
+    monkeypatch.setattr(time, "monotonic", lambda: now)
+    ca, cert = tmp_path / "ca.crt", tmp_path / "client.crt"
+    ca.write_bytes(b"ca-1")
+    cert.write_bytes(b"cert-1")
+    files = tls_files.TlsFiles((str(ca), str(cert)))
+    now += 299.5
+    assert not files.due()
+    now += 1.0
+    assert files.due()
+    assert files.changed() is None  # read, and the same
+    files.check_soon()
+    now += 9.5
+    assert not files.due()
+    now += 1.0
+    assert files.due()
+    ca.write_bytes(b"ca-2")
+    assert files.changed() == (b"ca-2", b"cert-1")
+    now += 11.0
+    assert not files.due()  # not accepted, but the next read is five minutes away again
+    files.accept((b"ca-2", b"cert-1"))
+    assert files.changed() is None
+    cert.unlink()
+    assert files.changed() is None  # a file gone is skipped, the last contents kept
+    cert.write_bytes(b"")
+    assert files.changed() is None  # and so is an empty one
+    cert.write_bytes(b"cert-2")
+    assert files.changed() == (b"ca-2", b"cert-2")
