@@ -64,6 +64,8 @@ def _plugin(tmp_path: Path, **config: Any) -> tuple[Plugin, Path]:
 
 @pytest.mark.parametrize(("config", "message"), [
     ({"apiVersion": V1}, "command must be specified for alice"),
+    ({"command": "", "apiVersion": V1}, "command must be specified for alice"),
+    ({"command": 7, "apiVersion": V1}, "command must be specified for alice"),
     ({"command": "p"}, "apiVersion must be specified for alice"),
     ({"command": "p", "apiVersion": "client.authentication.k8s.io/v1alpha1"},
      'invalid apiVersion "client.authentication.k8s.io/v1alpha1"'),
@@ -74,10 +76,45 @@ def _plugin(tmp_path: Path, **config: Any) -> tuple[Plugin, Path]:
      "env variable name must be specified"),
     ({"command": "p", "apiVersion": V1, "interactiveMode": "Never", "args": "--one"},
      "args must be a list of strings"),
+    ({"command": "p", "apiVersion": V1, "interactiveMode": "Never", "args": ["--n", 1]},
+     "args must be a list of strings"),
 ])
 def test_what_client_go_refuses_in_a_kubeconfig(config: dict[str, Any], message: str) -> None:
     with pytest.raises(ExecPluginError, match=message):
         Plugin.parse(config, "alice", "/kube")
+
+
+class _Stdin:
+    def __init__(self, terminal: bool) -> None:
+        self.terminal = terminal
+
+    def isatty(self) -> bool:
+        return self.terminal
+
+
+@pytest.mark.parametrize(("mode", "stdin", "interactive"), [
+    ("IfAvailable", _Stdin(True), True), ("Always", _Stdin(True), True),
+    ("Never", _Stdin(True), False), ("IfAvailable", _Stdin(False), False),
+    ("IfAvailable", None, False), ("Always", None, "refused"),
+])
+def test_the_plugin_is_interactive_as_client_go_decides(
+    monkeypatch: pytest.MonkeyPatch, mode: str, stdin: _Stdin | None, interactive: Any,
+) -> None:
+    """client-go's isInteractive: a terminal on standard input (none at all under a service
+    manager) and a mode that allows it."""
+    plugin = Plugin.parse({"command": "p", "apiVersion": V1, "interactiveMode": mode}, "u", "/")
+    monkeypatch.setattr(sys, "stdin", stdin)
+    if interactive == "refused":
+        with pytest.raises(ExecPluginError, match="standard input is not a terminal"):
+            plugin.interactive()
+    else:
+        assert plugin.interactive() is interactive
+
+
+def test_an_env_variable_without_a_value_is_empty() -> None:
+    plugin = Plugin.parse({"command": "p", "apiVersion": V1, "interactiveMode": "Never",
+                           "env": [{"name": "EMPTY"}, {"name": "N", "value": None}]}, "u", "/")
+    assert plugin.env == (("EMPTY", ""), ("N", ""))
 
 
 def test_v1beta1_defaults_to_if_available_and_paths_resolve_as_client_go_resolves_them() -> None:
@@ -94,9 +131,9 @@ def test_cluster_info_is_client_go_s(tmp_path: Path) -> None:
     ca.write_bytes(b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
     cluster = {"server": "https://api.example:6443", "tls-server-name": "kube.example",
                "certificate-authority": "ca.crt", "proxy-url": "socks5://proxy:1080",
-               "extensions": [{"name": "other", "extension": {"x": 1}},
-                              {"name": "client.authentication.k8s.io/exec",
-                               "extension": {"audience": "prod", "region": "eu"}}]}
+               "extensions": [{"name": "client.authentication.k8s.io/exec",
+                               "extension": {"audience": "prod", "region": "eu"}},
+                              {"name": "other", "extension": {"x": 1}}]}
     assert cluster_info(cluster, str(tmp_path), insecure=False, disable_compression=True) == {
         "server": "https://api.example:6443", "tls-server-name": "kube.example",
         "certificate-authority-data": base64.b64encode(ca.read_bytes()).decode(),
@@ -125,6 +162,7 @@ def _answer(status: Any, version: str = V1, kind: str = "ExecCredential") -> byt
 
 @pytest.mark.parametrize(("stdout", "message"), [
     (b"token: abc", "decoding stdout"),
+    (b'["token"]', "decoding stdout: not a JSON object"),
     (_answer({"token": "t"}, version=V1BETA1), "configured to use API version"),
     (_answer({"token": "t"}, kind="Secret"), "plugin returned Secret"),
     (json.dumps({"apiVersion": V1, "kind": "ExecCredential"}).encode(),
@@ -167,6 +205,8 @@ async def test_the_plugin_gets_the_cluster_only_when_it_asks_and_never_our_stdin
     await run(plugin, info)
     assert json.loads(seen.read_text())["info"]["spec"] == {"interactive": False,
                                                             "cluster": info}
+    await run(plugin, None)  # asked, but there is no cluster to give (in-cluster, no kubeconfig)
+    assert json.loads(seen.read_text())["info"]["spec"] == {"interactive": False}
 
 
 async def test_always_interactive_without_a_terminal_is_refused(tmp_path: Path) -> None:
@@ -187,6 +227,11 @@ async def test_a_failing_or_missing_plugin_says_why(tmp_path: Path) -> None:
         await run(missing, None)
     assert str(raised.value).startswith("exec: executable no-such-plugin-anywhere not found")
     assert str(raised.value).endswith("\n\nbrew install no-such-plugin")
+    without_hint = Plugin.parse({"command": "no-such-plugin-anywhere", "apiVersion": V1,
+                                 "interactiveMode": "Never"}, "u", "/")
+    with pytest.raises(ExecPluginError) as raised:
+        await run(without_hint, None)
+    assert str(raised.value).endswith("#client-go-credential-plugins")
     relative = Plugin.parse({"command": "./bin/gone", "apiVersion": V1,
                              "interactiveMode": "Never"}, "u", str(tmp_path))
     with pytest.raises(ExecPluginError, match=f"{tmp_path}/bin/gone not found"):
