@@ -27,19 +27,11 @@ class ImpersonationError(ValueError):
 
 
 def headers(user: Mapping[str, Any], name: str = "") -> list[tuple[str, str]]:
-    """The impersonation headers of kubeconfig user ``user`` (its ``user:`` map), in order;
-    empty when it impersonates nothing. ``name`` names the user in an error."""
-    as_user = _text(user, "as", name)
-    uid = _text(user, "as-uid", name)
-    groups = user.get("as-groups") or []
-    extra = user.get("as-user-extra") or {}
-    if not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
-        raise ImpersonationError(f"user {name!r}: as-groups must be a list of strings")
-    if not isinstance(extra, Mapping) or not all(
-            isinstance(k, str) and isinstance(v, list) and all(isinstance(x, str) for x in v)
-            for k, v in extra.items()):
-        raise ImpersonationError(f"user {name!r}: as-user-extra must map strings to lists "
-                                 "of strings")
+    """The impersonation headers of kubeconfig user ``user`` (its ``user:`` map, its fields'
+    types already checked as Go decodes them: :mod:`slicectl.kube.kubeconfig_merge`), in
+    order; empty when it impersonates nothing. ``name`` names the user in an error."""
+    as_user, uid = user.get("as") or "", user.get("as-uid") or ""
+    groups, extra = user.get("as-groups") or [], user.get("as-user-extra") or {}
     if not as_user and (uid or groups or extra):
         raise ImpersonationError(f"user {name!r}: requesting uid, groups or user-extra "
                                  "without impersonating a user (as)")
@@ -49,8 +41,8 @@ def headers(user: Mapping[str, Any], name: str = "") -> list[tuple[str, str]]:
     if uid:
         out.append(("Impersonate-Uid", uid))
     out.extend(("Impersonate-Group", group) for group in groups)
-    for key, values in extra.items():
-        out.extend((f"Impersonate-Extra-{escape_key(key)}", value) for value in values)
+    for key, values in extra.items():  # a null list (Go's nil slice) sends nothing
+        out.extend((f"Impersonate-Extra-{escape_key(key)}", value) for value in values or [])
     return out
 
 
@@ -58,12 +50,3 @@ def escape_key(key: str) -> str:
     """``key`` with every byte a header name cannot hold as ``%XX`` (``%`` itself too)."""
     return "".join(chr(b) if chr(b) in _TOKEN_CHARS else f"%{b:02X}"
                    for b in key.encode("utf-8"))
-
-
-def _text(user: Mapping[str, Any], field: str, name: str) -> str:
-    value = user.get(field)
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise ImpersonationError(f"user {name!r}: {field} must be a string")
-    return value

@@ -46,11 +46,29 @@ def test_extra_keys_are_escaped_as_client_go_escapes_them(key: str, escaped: str
 
 @pytest.mark.parametrize("user", [
     {"as-groups": ["g"]}, {"as-uid": "u"}, {"as-user-extra": {"k": ["v"]}},
-    {"as": 5}, {"as": "u", "as-groups": "g"}, {"as": "u", "as-user-extra": {"k": "v"}},
+    {"as-user-extra": {"k": None}},
 ])
 def test_what_client_go_refuses(user: dict[str, Any]) -> None:
     with pytest.raises(ImpersonationError, match="'me'"):
         headers(user, "me")
+
+
+def test_a_null_extra_sends_nothing_for_its_key() -> None:
+    """Go decodes ``k: null`` as a nil slice: kubectl v1.32 sends the other keys' values."""
+    assert headers({"as": "u", "as-user-extra": {"k": None, "j": ["v"]}}) == [
+        ("Impersonate-User", "u"), ("Impersonate-Extra-j", "v")]
+
+
+@pytest.mark.parametrize(("user", "refused"), [
+    ({"as": 5}, "'u': as must be a string"),
+    ({"as": "u", "as-groups": "g"}, "'u': as-groups must be a list of strings"),
+    ({"as": "u", "as-user-extra": {"k": "v"}}, "'u': as-user-extra must be a map of string lists"),
+])
+async def test_a_field_of_the_wrong_type_is_refused_with_the_file(
+    tmp_path: Path, user: dict[str, Any], refused: str,
+) -> None:
+    with pytest.raises(ConfigError, match=refused):
+        await load_connection(one_context(tmp_path, SERVER, {"token": "t", **user}))
 
 
 async def test_every_request_of_the_session_carries_them(tmp_path: Path) -> None:
