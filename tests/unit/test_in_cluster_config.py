@@ -6,9 +6,11 @@ import os
 import ssl
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
+from structlog.testing import capture_logs
 
 from slicectl.kube import config, static_credentials, tls_files
 from slicectl.kube.config import ConfigError, Connection, ServiceAccount
@@ -145,3 +147,30 @@ def test_in_cluster_loading_never_imports_kubernetes_asyncio(mounted: tuple[Path
     out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_token_file_is_read_a_minute_after_the_last_try_not_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """client-go's cachingTokenSource: a minute between reads; a read that fails is logged,
+    keeps the last token and is itself a try (the next one is a minute later)."""
+    now = 1000.0
+    monkeypatch.setattr(time, "monotonic", lambda: now)
+    path = tmp_path / "token"
+    path.write_text("first\n")
+    token = static_credentials.TokenFile(str(path))
+    path.write_text("second")
+    now += 59.5
+    assert token.current() == "first"
+    now += 1.0
+    assert token.current() == "second"
+    path.unlink()
+    now += 60.5
+    with capture_logs() as logs:
+        assert token.current() == "second"
+    assert [e["event"] for e in logs] == ["token file not re-read; the last token is kept"]
+    path.write_text("third")
+    now += 30.0
+    assert token.current() == "second"
+    now += 31.0
+    assert token.current() == "third"
