@@ -141,9 +141,12 @@ def _check_user(name: str, user: dict[str, Any]) -> None:
         raise KubeconfigError(f"more than one authentication method found for {name}; found "
                               f"{methods}, only one is allowed")
     if "client-certificate" in user or "client-certificate-data" in user:
-        for what in ("client-certificate", "client-key"):
-            if what in user and f"{what}-data" in user:
-                raise KubeconfigError(f"{what}-data and {what} are both specified for {name}")
+        if "client-certificate" in user and "client-certificate-data" in user:
+            raise KubeconfigError(f"client-cert-data and client-cert are both specified for "
+                                  f"{name}. client-cert-data will override.")
+        if "client-key" in user and "client-key-data" in user:
+            raise KubeconfigError(f"client-key-data and client-key are both specified for "
+                                  f"{name}; client-key-data will override")
         if "client-key" not in user and "client-key-data" not in user:
             raise KubeconfigError(f"client-key-data or client-key must be specified for {name} "
                                   "to use the clientCert authentication method")
