@@ -56,7 +56,7 @@ def test_a_port_in_no_proxy_is_compared() -> None:
 
 def test_star_and_malformed_entries() -> None:
     assert not uses_proxy("anything.example", 443, "foo, *")
-    for junk in (":1", ",,, ", "10.0.0.0/99", "[]:80", "/"):
+    for junk in (":1", ",,, ", "10.0.0.0/99", "[]:80", "/", "ä..example"):  # IDNA refuses
         assert uses_proxy("anything.example", 443, junk), junk
 
 
