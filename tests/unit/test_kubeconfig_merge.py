@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
+from slicectl.kube import kubeconfig_merge
 from slicectl.kube.config import ConfigError, load_connection
 
 
@@ -90,3 +91,35 @@ async def test_missing_and_empty_names_are_skipped_and_a_bad_file_named(
         bad.write_text(text)
         with pytest.raises(ConfigError, match=f"{bad}: .*{said}"):
             await load_connection(os.pathsep.join([str(bad), files["a"]]))
+
+
+# A value of each Go type the decoder knows, and values kubectl refuses for it.
+GOOD: dict[str, Any] = {
+    "string": "x", "bool": True, "base64 data": "QU\nJD", "list": [{"name": "n"}],
+    "list of strings": ["a", "b"], "map": {"name": "n"},
+    "map of string lists": {"k": ["v"], "nil": None}}
+BAD: dict[str, list[Any]] = {
+    "string": [5, True], "bool": ["false", 1], "base64 data": [5, "QU*D", "QUJ"],
+    "list": [{}, "x"], "list of strings": ["a", [1], {}],
+    "map": [[], "x"], "map of string lists": [[], {"k": "v"}, {"k": [1]}]}
+FIELD_TYPES = [(kind, key, type_name) for kind, checks in kubeconfig_merge.FIELDS.items()
+               for key, (_, type_name) in checks.items()]
+
+
+@pytest.mark.parametrize(("kind", "key", "type_name"), FIELD_TYPES)
+def test_every_field_is_decoded_with_its_go_type(
+    tmp_path: Path, kind: str, key: str, type_name: str,
+) -> None:
+    """Each known field of a cluster, user and context: its type's values are taken, and
+    kubectl's refusals are refused naming the file, the entry and the field."""
+    section = {"cluster": "clusters", "user": "users", "context": "contexts"}[kind]
+    path = tmp_path / "kubeconfig"
+    for value in (GOOD[type_name], *BAD[type_name]):
+        path.write_text(yaml.safe_dump({section: [{"name": "e", kind: {key: value}}]}))
+        if value is GOOD[type_name]:
+            entry = kubeconfig_merge.merged(str(path)).entries[kind]["e"]
+            assert entry.fields == {key: value}
+        else:
+            with pytest.raises(kubeconfig_merge.KubeconfigError,
+                               match=f"{path}: {kind} 'e': {key} must be a {type_name} "):
+                kubeconfig_merge.merged(str(path))
