@@ -87,6 +87,12 @@ async def test_missing_and_empty_names_are_skipped_and_a_bad_file_named(
     for text, said in (("- a list\n", "not a kubeconfig"), ("clusters: {}\n", "must be a list"),
                        ("users: [a-user]\n", "not a map"),
                        ("clusters: [{name: c}, {name: c}]\n", 'duplicate name "c"'),
+                       # kubectl v1.32 files unnamed entries under "": two are a duplicate,
+                       # and a bad field in one is refused like any other
+                       ("clusters: [{cluster: {}}, {name: null}]\n", 'duplicate name ""'),
+                       ("users: [{user: {token: 5}}]\n", "user '': token must be a string"),
+                       ("current-context: 5\n", "current-context must be a string"),
+                       ("contexts: [{name: 5}]\n", "a name in contexts must be a string"),
                        ("a: [\n", "while parsing")):
         bad.write_text(text)
         with pytest.raises(ConfigError, match=f"{bad}: .*{said}"):
