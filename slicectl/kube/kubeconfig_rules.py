@@ -90,8 +90,9 @@ def resolve(config: Kubeconfig, context: str | None) -> Resolved:
                         impersonation)
     _check_user(user_name, user)
     token, token_file = user.get("token", ""), user.get("tokenFile", "")
-    basic = ((user.get("username", ""), user.get("password", ""))
-             if user.get("username") or user.get("password") else None)
+    # client-go's HasBasicAuth: a username (a password alone sends nothing, and lets the
+    # exec plugin, the oidc provider or a token file be used)
+    basic = (user["username"], user.get("password", "")) if user.get("username") else None
     if basic and token_file:
         raise KubeconfigError(f"user {user_name!r}: username/password or bearer token may be "
                               "set, but not both")

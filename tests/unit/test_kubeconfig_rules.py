@@ -49,7 +49,8 @@ def pki(tmp_path: Path) -> dict[str, str]:
     files = {"ca": tmp_path / "ca.crt", "cert": tmp_path / "client.crt", "key": tmp_path / "k"}
     for name, pem in (("ca", ca), ("cert", cert), ("key", key)):
         files[name].write_bytes(pem)
-    return {"ca-data": base64.b64encode(ca).decode(), **{n: str(f) for n, f in files.items()}}
+    return {"ca-data": base64.b64encode(ca).decode(), "cert-data": base64.b64encode(cert).decode(),
+            "key-data": base64.b64encode(key).decode(), **{n: str(f) for n, f in files.items()}}
 
 
 @pytest.fixture
@@ -64,6 +65,10 @@ def plugin(tmp_path: Path) -> dict[str, Any]:
 def _runs(tmp_path: Path) -> int:
     runs = tmp_path / "runs"
     return len(runs.read_text().split()) if runs.exists() else 0
+
+
+def _read(path: str) -> str:
+    return Path(path).read_text()
 
 
 async def _sent(path: str) -> tuple[str, str | None]:
@@ -91,10 +96,14 @@ async def test_a_token_file_wins_over_the_token_and_is_read_trimmed_and_again(
 async def test_a_static_credential_means_the_exec_plugin_never_runs(
     tmp_path: Path, pki: dict[str, str], plugin: dict[str, Any],
 ) -> None:
+    (tmp_path / "token").write_text("from-file")
+    cert_data = {"client-certificate-data": pki["cert-data"], "client-key-data": pki["key-data"]}
     for static, header in (({"token": "inline"}, "Bearer inline"),
+                           ({"tokenFile": str(tmp_path / "token")}, "Bearer from-file"),
                            ({"username": "alice", "password": "pw"}, "Basic YWxpY2U6cHc="),
                            ({"client-certificate": pki["cert"], "client-key": pki["key"]},
-                            None)):
+                            None),
+                           (cert_data, None)):
         path = _write(tmp_path / "kc", {"certificate-authority": pki["ca"]},
                       {**static, "exec": plugin})
         assert (await _sent(path))[1] == header
@@ -129,15 +138,48 @@ async def test_a_username_alone_is_basic_auth_with_an_empty_password(tmp_path: P
         "Basic YWxpY2U6")
 
 
+async def test_a_password_alone_is_no_basic_auth(tmp_path: Path, plugin: dict[str, Any]) -> None:
+    """client-go's HasBasicAuth is a username: a password alone sends nothing (kubectl would
+    prompt for the username), and the exec plugin or the token file is used instead."""
+    (tmp_path / "token").write_text("from-file")
+    for also, header in (({}, None), ({"exec": plugin}, "Bearer exec-token"),
+                         ({"tokenFile": "token"}, "Bearer from-file")):
+        path = _write(tmp_path / "kc", {}, {"password": "pw", **also})
+        assert (await _sent(path))[1] == header
+
+
 async def test_no_user_is_anonymous(tmp_path: Path) -> None:
     assert (await _sent(_write(tmp_path / "kc", {}, None)))[1] is None
 
 
-async def test_oidc_yields_to_a_token(tmp_path: Path) -> None:
+async def test_oidc_yields_to_a_token_a_token_file_or_basic_auth(tmp_path: Path) -> None:
     oidc = {"name": "oidc", "config": {"client-id": "k", "id-token": "id-token",
                                        "idp-issuer-url": "https://issuer.example"}}
-    path = _write(tmp_path / "kc", {}, {"token": "inline", "auth-provider": oidc})
-    assert (await _sent(path))[1] == "Bearer inline"
+    (tmp_path / "token").write_text("from-file")
+    for static, header in (({"token": "inline"}, "Bearer inline"),
+                           ({"tokenFile": "token"}, "Bearer from-file"),
+                           ({"username": "alice"}, "Basic YWxpY2U6")):
+        path = _write(tmp_path / "kc", {}, {**static, "auth-provider": oidc})
+        assert (await _sent(path))[1] == header
+
+
+async def test_the_context_is_the_one_asked_for_else_the_current_one(tmp_path: Path) -> None:
+    path = tmp_path / "kc"
+    doc = yaml.safe_load(_read(_write(path, {}, {"token": "t"})))
+    doc["clusters"].append({"name": "other", "cluster": {"server": "https://other:6443"}})
+    doc["contexts"] += [{"name": "o", "context": {"cluster": "other", "user": "u"}},
+                        {"name": "lost", "context": {"cluster": "gone", "user": "u"}}]
+    path.write_text(yaml.safe_dump(doc))
+    assert (await load_connection(str(path))).host == SERVER
+    assert (await load_connection(str(path), context="o")).host == "https://other:6443"
+    for context, refused in (("nosuch", 'context "nosuch" does not exist'),
+                             ("lost", 'context "lost": cluster "gone" does not exist')):
+        with pytest.raises(ConfigError, match=refused):
+            await load_connection(str(path), context=context)
+    doc["current-context"] = ""
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(ConfigError, match="current-context is not set"):
+        await load_connection(str(path))
 
 
 @pytest.mark.parametrize(("cluster", "user", "refused"), [
