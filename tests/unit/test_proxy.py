@@ -104,6 +104,8 @@ ENV = {"HTTPS_PROXY": "proxy.corp.example:3128", "HTTP_PROXY": "http://plain.exa
     ("http://api.example", {"HTTP_PROXY": "p:1", "NO_PROXY": "api.example:80"}, None),
     ("https://api.example", {"HTTPS_PROXY": "p:1", "NO_PROXY": "api.example:80"},
      "http://p:1"),
+    ("https://api.example:6443", {"HTTPS_PROXY": "p:1", "NO_PROXY": "api.example:443"},
+     "http://p:1"),  # and one with a port on its own
     ("https://[2001:db8::9]:6443", {"HTTPS_PROXY": "[2001:db8::1]:3128"},
      "http://[2001:db8::1]:3128"),
 ])
