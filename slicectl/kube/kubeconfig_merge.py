@@ -14,8 +14,10 @@ kubeconfig documentation's "Merging kubeconfig files"):
   that one does); an empty file is an empty kubeconfig;
 - every file is decoded whole, each known field with its Go type (a string, a bool, base64 data,
   a list); a value of the wrong type anywhere, or a name twice in one file, is an error naming
-  the file, as kubectl refuses such a file; a ``null`` is the zero value, as Go decodes it; an
-  entry without a name is checked as any other (two are a name twice, ``""``), then never used;
+  the file, as kubectl refuses such a file; a ``null`` is the zero value, as Go decodes it;
+  unknown fields are ignored, as kubectl's decoder ignores them; an entry without a name is
+  named ``""``, as kubectl files it: two are a name twice, and a context that names no cluster
+  (or user) gets it;
 - an entry of ``clusters``, ``users`` or ``contexts`` comes from the first file that names it,
   and ``current-context`` is the first one set to something.
 
@@ -165,7 +167,7 @@ def _entries(doc: dict[str, Any], section: str, kind: str, path: str) -> list[En
         name = item.get("name")
         if name is not None and not isinstance(name, str):
             raise KubeconfigError(f"{path}: a name in {section} must be a string")
-        name = name or ""  # unnamed: kubectl files it under "", which no context can name
+        name = name or ""  # unnamed: kubectl files it under "", a context's unset cluster/user
         if name in entries:
             raise KubeconfigError(f'{path}: duplicate name "{name}" in {section}')
         body = item.get(kind)
@@ -178,7 +180,6 @@ def _entries(doc: dict[str, Any], section: str, kind: str, path: str) -> list[En
                 raise KubeconfigError(f"{path}: {kind} {name!r}: {key} must be a {check[1]} "
                                       f"(kubectl refuses this file too)")
         entries[name] = Entry(name, fields, os.path.abspath(path))
-    entries.pop("", None)  # decoded and checked as kubectl does, and never used
     return list(entries.values())
 
 

@@ -91,6 +91,7 @@ async def test_missing_and_empty_names_are_skipped_and_a_bad_file_named(
                        # and a bad field in one is refused like any other
                        ("clusters: [{cluster: {}}, {name: null}]\n", 'duplicate name ""'),
                        ("users: [{user: {token: 5}}]\n", "user '': token must be a string"),
+                       ("clusters: [{name: c, cluster: x}]\n", "cluster 'c' is not a map"),
                        ("current-context: 5\n", "current-context must be a string"),
                        ("contexts: [{name: 5}]\n", "a name in contexts must be a string"),
                        ("a: [\n", "while parsing")):
@@ -105,7 +106,7 @@ GOOD: dict[str, Any] = {
     "list of strings": ["a", "b"], "map": {"name": "n"},
     "map of string lists": {"k": ["v"], "nil": None}}
 BAD: dict[str, list[Any]] = {
-    "string": [5, True], "bool": ["false", 1], "base64 data": [5, "QU*D", "QUJ"],
+    "string": [5, True], "bool": ["false", 1], "base64 data": [5, "QUJ*D", "QUJ"],
     "list": [{}, "x"], "list of strings": ["a", [1], {}],
     "map": [[], "x"], "map of string lists": [[], {"k": "v"}, {"k": [1]}]}
 FIELD_TYPES = [(kind, key, type_name) for kind, checks in kubeconfig_merge.FIELDS.items()
@@ -129,3 +130,17 @@ def test_every_field_is_decoded_with_its_go_type(
             with pytest.raises(kubeconfig_merge.KubeconfigError,
                                match=f"{path}: {kind} 'e': {key} must be a {type_name} "):
                 kubeconfig_merge.merged(str(path))
+
+
+async def test_an_unnamed_entry_is_named_empty_as_kubectl_files_it(tmp_path: Path) -> None:
+    """kubectl v1.32 (-v=6) sends a context that names no cluster to the unnamed cluster, and
+    ignores a field it does not know."""
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump({
+        "current-context": "c",
+        "clusters": [{"cluster": {"server": "https://unnamed.example:1", "unknown-field": 1}}],
+        "users": [{"user": {"token": "unnamed-user"}}],
+        "contexts": [{"name": "c", "context": {}}]}))
+    conn = await load_connection(str(path))
+    assert conn.host == "https://unnamed.example:1"
+    assert await conn.authorization() == "Bearer unnamed-user"
