@@ -27,7 +27,6 @@ asked once per request.
 from __future__ import annotations
 
 import base64
-import binascii
 import functools
 import re
 import ssl
@@ -66,7 +65,7 @@ def expires_at(id_token: str) -> float:
         raise OidcError("ID Token is not a valid JWT: its claims are not base64url")
     try:
         claims = orjson.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
-    except (binascii.Error, ValueError) as exc:
+    except ValueError as exc:  # binascii.Error and orjson's decode error are ValueErrors
         raise OidcError(f"ID Token is not a valid JWT: {exc}") from None
     if not isinstance(claims, dict):
         raise OidcError("ID Token is not a valid JWT: its claims are not an object")
@@ -105,7 +104,7 @@ class OidcProvider:
                     config["idp-certificate-authority-data"]).decode("ascii"))
             if config.get("idp-certificate-authority"):
                 ca.load_verify_locations(cafile=config["idp-certificate-authority"])
-        except (binascii.Error, ValueError, ssl.SSLError, OSError) as exc:
+        except (ValueError, OSError) as exc:  # bad base64; ssl.SSLError is an OSError
             raise OidcError(f"user {user_name!r}: the identity provider's CA: {exc}") from None
         return cls(dict(config), user_name, source, ca)
 
